@@ -1,0 +1,215 @@
+"""The override ComfyUI calls for every attention call of a scoped model.
+
+ComfyUI's ``wrap_attn`` calls ``transformer_options["optimized_attention_override"](func,
+*args, **kwargs)``, where ``func`` is the attention function it would have used (SDPA here)
+and ``kwargs`` already carries ``_inside_attn_wrapper``, so ``func(*args, **kwargs)`` runs it
+unchanged. The router acts only while its own scope is open (``scope_of``); every other call,
+and every call it declines, goes through unchanged - via an override that was there before
+us, if any.
+"""
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import logging
+from typing import Any, Callable, Optional
+
+import torch
+
+from . import checks, faults, kernels, stats
+from .eligibility import AttentionCall, FamilyRule, KernelTraits, mask_masks_nothing, static_reason
+from .faults import Fault
+from .reasons import Reason
+from .settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class ActiveScope:
+    router: "AttentionRouter"
+    generation: stats.Generation
+
+
+_active: contextvars.ContextVar[Optional[ActiveScope]] = contextvars.ContextVar("sage_attention_scope", default=None)
+
+
+def current_scope() -> Optional[ActiveScope]:
+    return _active.get()
+
+
+class _WrongShape(Exception):
+    pass
+
+
+class AttentionRouter:
+    """One per scoped model patcher. Immutable apart from what it has logged; shared, not
+    copied, when ComfyUI deep-copies model options (``__deepcopy__``)."""
+
+    def __init__(self, settings: Settings, previous: Callable | None = None,
+                 family_name: str | None = None, family_rule: FamilyRule | None = None):
+        self.settings = settings
+        self.previous = previous
+        self.family_name = family_name
+        self.family_rule = family_rule
+        self._announced: set[tuple[str, str]] = set()
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __repr__(self):
+        return f"AttentionRouter({self.settings}, family={self.family_name!r})"
+
+    # -- the scope boundary: ModelPatcher wrappers ------------------------------------------
+
+    def outer_sample_wrapper(self, executor, *args, **kwargs):
+        """Around a whole sampling run: one generation."""
+        generation = stats.begin_generation(self.family_name or "")
+        token = _active.set(ActiveScope(self, generation))
+        try:
+            return executor(*args, **kwargs)
+        finally:
+            _active.reset(token)
+            stats.end_generation(generation)
+
+    def diffusion_model_wrapper(self, executor, *args, **kwargs):
+        """Around one diffusion-model forward; a forward outside a sampler is a generation."""
+        active = _active.get()
+        if active is not None and active.router is self:
+            return executor(*args, **kwargs)
+        return self.outer_sample_wrapper(executor, *args, **kwargs)
+
+    # -- the override ------------------------------------------------------------------------
+
+    def __call__(self, func, *args, **kwargs):
+        active = _active.get()
+        if active is None or active.router is not self:
+            stats.count_outside_scope(_device_label(args, kwargs))
+            return self.call_through(func, args, kwargs)
+        call = AttentionCall.parse(args, kwargs)
+        device = str(call.device)
+        counters = active.generation.counters(device)
+        decision = self._decide(call, device, counters, active.generation)
+        if isinstance(decision, Reason):
+            counters.sdpa[decision] += 1
+            return self.call_through(func, args, kwargs)
+        return self._run_kernel(decision, call, device, func, args, kwargs, counters, active.generation)
+
+    def call_through(self, func, args, kwargs):
+        """The SDPA path: exactly what ComfyUI would have run without us."""
+        if self.previous is not None:
+            return self.previous(func, *args, **kwargs)
+        return func(*args, **kwargs)
+
+    def _decide(self, call: AttentionCall, device: str, counters: stats.Counters,
+                generation: stats.Generation):
+        """A Reason (stay on SDPA) or the (kernel, check key) to run."""
+        settings = self.settings
+        if not settings.enabled:
+            return Reason.DISABLED
+        resolution = kernels.resolve(settings.kernel, call.device)
+        self._announce_kernel(device, resolution)
+        kernel = resolution.kernel
+        if kernel is None:
+            return Reason.NOT_CUDA if resolution.not_cuda else Reason.NO_KERNEL
+        if stats.is_retired(device):
+            return Reason.DEVICE_RETIRED
+        if device in generation.oom_devices:
+            return Reason.OOM_EARLIER
+        traits = KernelTraits(kernel.spec.head_dims, kernel.spec.dtypes)
+        reason = static_reason(call, traits, settings.min_seq_len, self.family_rule)
+        if reason is not None:
+            return reason
+        key = checks.CheckKey(device, str(call.q.dtype).removeprefix("torch."), call.head_dim, kernel.name)
+        prior = checks.result(key)
+        if prior is not None and not prior.passed:
+            return Reason.CHECK_FAILED
+        if call.mask is not None:
+            if not mask_masks_nothing(call.mask):
+                return Reason.MASK
+            counters.masks_dropped += 1
+        return kernel, key
+
+    def _run_kernel(self, chosen, call: AttentionCall, device: str, func, args, kwargs,
+                    counters: stats.Counters, generation: stats.Generation):
+        kernel, key = chosen
+        q, k, v = call.kernel_views()
+        try:
+            out = kernel.run(q, k, v, layout=call.layout, sm_scale=call.scale, smooth_k=self.settings.smooth_k)
+            if not isinstance(out, torch.Tensor) or tuple(out.shape) != call.expected_kernel_shape():
+                raise _WrongShape(f"{kernel.name} returned {getattr(out, 'shape', type(out).__name__)}, "
+                                  f"expected {call.expected_kernel_shape()}")
+        except Exception as exc:  # noqa: BLE001 - a kernel failure must never lose a generation
+            self._on_fault(exc, kernel, device, counters, generation)
+            return self.call_through(func, args, kwargs)
+        stats.note_kernel_success(device)
+        result = call.output_from_kernel(out)
+        if self.settings.first_call_check and checks.result(key) is None:
+            reference = func(*args, **kwargs)
+            verdict = checks.judge(key, result, reference)
+            checks.record(verdict)
+            if not verdict.passed:
+                if not verdict.finite:
+                    counters.faults[Fault.NON_FINITE] += 1
+                counters.sdpa[Reason.CHECK_FAILED] += 1
+                log.warning("SageAttention first-call check %s for %s; these calls stay on SDPA for this "
+                            "session.", verdict.describe(), key.label())
+                return reference
+            log.info("SageAttention first-call check %s for %s", verdict.describe(), key.label())
+        counters.sage += 1
+        return result
+
+    def _on_fault(self, exc: BaseException, kernel: kernels.Kernel, device: str,
+                  counters: stats.Counters, generation: stats.Generation) -> None:
+        kind = Fault.WRONG_SHAPE if isinstance(exc, _WrongShape) else faults.classify(exc)
+        counters.faults[kind] += 1
+        counters.sdpa[Reason.KERNEL_FAULT] += 1
+        what = faults.describe(exc)
+        if kind is Fault.OOM:
+            generation.oom_devices.add(device)
+            log.warning("SageAttention ran out of memory on %s (%s); the rest of this generation uses "
+                        "SDPA there.", device, what)
+        elif kind is Fault.TRITON:
+            if stats.note_triton_fault(device):
+                log.warning("SageAttention retired on %s for this session after %d Triton errors in a row "
+                            "(last: %s). Clearing the Triton cache (~/.triton/cache) and restarting may "
+                            "help.", device, faults.TRITON_RETIRE_AFTER, what)
+            elif stats.first_time("fault", device, kind):
+                log.warning("SageAttention Triton error on %s, this call used SDPA: %s", device, what)
+        elif stats.first_time("fault", device, kind, type(exc).__qualname__):
+            log.warning("SageAttention kernel %s failed on %s, this call used SDPA (logged once per "
+                        "kind): %s", kernel.name, device, what)
+
+    def _announce_kernel(self, device: str, resolution: kernels.Resolution) -> None:
+        tag = (device, self.settings.kernel)
+        if tag in self._announced:
+            return
+        self._announced.add(tag)
+        kernel = resolution.kernel
+        stats.set_kernel_line(device, self.settings.kernel, {
+            "kernel": kernel.name if kernel else None,
+            "why": resolution.why,
+            "version": kernel.version if kernel else kernels.installed().version,
+        })
+        if stats.first_time("announce", device, self.settings.kernel):
+            if kernel is None:
+                log.info("Sage Attention Scope: diffusion-model attention on %s stays on SDPA: %s", device,
+                         resolution.why)
+            else:
+                log.info("SageAttention %s serves diffusion-model attention on %s (%s, %s)", kernel.version,
+                         device, _device_name(device), kernel.name)
+
+
+def _device_label(args: tuple, kwargs: dict[str, Any]) -> str:
+    q = args[0] if args else kwargs.get("q")
+    return str(q.device) if isinstance(q, torch.Tensor) else "unknown"
+
+
+def _device_name(device: str) -> str:
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        try:
+            return torch.cuda.get_device_name(dev)
+        except Exception:  # noqa: BLE001 - a name is decoration only
+            return "CUDA device"
+    return dev.type

@@ -1,0 +1,44 @@
+"""Putting the scope on a model: a patched clone, never the caller's model."""
+from __future__ import annotations
+
+import logging
+
+from .router import AttentionRouter
+from .settings import Settings
+
+log = logging.getLogger(__name__)
+
+WRAPPER_KEY = "sage_attention_scope"
+OVERRIDE_KEY = "optimized_attention_override"
+
+
+def apply_scope(model_patcher, settings: Settings, family_name: str | None = None, family_rule=None):
+    """Returns a clone of ``model_patcher`` whose sampling runs inside the scope.
+
+    The clone gets (1) the router at ``transformer_options[OVERRIDE_KEY]`` and (2) OUTER_SAMPLE
+    and DIFFUSION_MODEL wrappers that open the scope; outside them the router only calls
+    through. An override that was already there keeps serving every call the router declines;
+    a router from an earlier Scope node is replaced, not stacked.
+    """
+    import comfy.patcher_extension as ext  # ComfyUI's own; imported late so the pack loads anywhere
+
+    patched = model_patcher.clone()
+    options = patched.model_options.setdefault("transformer_options", {})
+    previous = options.get(OVERRIDE_KEY)
+    if isinstance(previous, AttentionRouter):
+        previous = previous.previous
+    elif previous is not None:
+        log.info("Sage Attention Scope: another attention override (%s) is on this model; calls the scope "
+                 "does not take still go through it.", getattr(previous, "__qualname__", type(previous).__name__))
+    router = AttentionRouter(settings, previous, family_name, family_rule)
+    options[OVERRIDE_KEY] = router
+    for kind, wrapper in ((ext.WrappersMP.OUTER_SAMPLE, router.outer_sample_wrapper),
+                          (ext.WrappersMP.DIFFUSION_MODEL, router.diffusion_model_wrapper)):
+        patched.remove_wrappers_with_key(kind, WRAPPER_KEY)
+        patched.add_wrapper_with_key(kind, WRAPPER_KEY, wrapper)
+    return patched
+
+
+def router_of(model_patcher) -> AttentionRouter | None:
+    override = model_patcher.model_options.get("transformer_options", {}).get(OVERRIDE_KEY)
+    return override if isinstance(override, AttentionRouter) else None

@@ -1,0 +1,194 @@
+"""Counters per generation and per session, per device; device health; the read API.
+
+A *generation* is one sampling run of a scoped model (the OUTER_SAMPLE wrapper), or one
+diffusion-model forward made outside a sampler. Its counters fold into the session's when it
+ends. ``snapshot()`` is what the status nodes read.
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import threading
+from typing import Any
+
+from . import checks, kernels
+from .faults import TRITON_RETIRE_AFTER
+from .reasons import Reason
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class Counters:
+    sage: int = 0
+    sdpa: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    faults: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    masks_dropped: int = 0
+
+    def add(self, other: "Counters") -> None:
+        self.sage += other.sage
+        self.sdpa.update(other.sdpa)
+        self.faults.update(other.faults)
+        self.masks_dropped += other.masks_dropped
+
+    @property
+    def total(self) -> int:
+        return self.sage + sum(self.sdpa.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "sage": self.sage,
+            "sdpa": {r.value: n for r, n in sorted(self.sdpa.items(), key=lambda kv: kv[0].value)},
+            "sdpa_total": sum(self.sdpa.values()),
+            "faults": {f.value: n for f, n in sorted(self.faults.items(), key=lambda kv: kv[0].value)},
+            "masks_dropped": self.masks_dropped,
+        }
+
+    def summary(self) -> str:
+        parts = [f"{self.sage} on SageAttention"]
+        parts += [f"{n} SDPA ({r.value})" for r, n in sorted(self.sdpa.items(), key=lambda kv: -kv[1])]
+        parts += [f"{n} {f.value} faults" for f, n in self.faults.items()]
+        if self.masks_dropped:
+            parts.append(f"{self.masks_dropped} no-op masks dropped")
+        return ", ".join(parts)
+
+
+class Generation:
+    """Counters of one generation, and the devices that ran out of memory in it."""
+
+    def __init__(self, label: str = ""):
+        self.label = label
+        self.devices: dict[str, Counters] = collections.defaultdict(Counters)
+        self.oom_devices: set[str] = set()
+
+    def counters(self, device: str) -> Counters:
+        return self.devices[device]
+
+
+@dataclasses.dataclass
+class DeviceHealth:
+    triton_streak: int = 0
+    retired: str | None = None  # why, once retired
+
+
+class _Session:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.devices: dict[str, Counters] = collections.defaultdict(Counters)
+        self.health: dict[str, DeviceHealth] = collections.defaultdict(DeviceHealth)
+        self.kernel_lines: dict[str, dict[str, str]] = {}
+        self.last_generation: dict[str, Counters] = {}
+        self.generations = 0
+        self.logged: set[tuple] = set()
+
+
+_session = _Session()
+
+
+def begin_generation(label: str = "") -> Generation:
+    return Generation(label)
+
+
+def end_generation(gen: Generation) -> None:
+    """Folds ``gen`` into the session; its counts at DEBUG."""
+    with _session.lock:
+        _session.generations += 1
+        if gen.devices:
+            _session.last_generation = {d: c for d, c in gen.devices.items()}
+        for device, counters in gen.devices.items():
+            _session.devices[device].add(counters)
+    if log.isEnabledFor(logging.DEBUG):
+        for device, counters in gen.devices.items():
+            log.debug("Sage Attention Scope generation %s on %s: %s", gen.label, device, counters.summary())
+
+
+def count_outside_scope(device: str) -> None:
+    with _session.lock:
+        _session.devices[device].sdpa[Reason.OUTSIDE_SCOPE] += 1
+
+
+def is_retired(device: str) -> str | None:
+    return _session.health[device].retired if device in _session.health else None
+
+
+def note_kernel_success(device: str) -> None:
+    health = _session.health.get(device)
+    if health is not None and health.triton_streak:
+        health.triton_streak = 0
+
+
+def note_triton_fault(device: str) -> bool:
+    """Counts one Triton fault in a row; True when this one retires the device."""
+    with _session.lock:
+        health = _session.health[device]
+        health.triton_streak += 1
+        if health.retired is None and health.triton_streak >= TRITON_RETIRE_AFTER:
+            health.retired = f"{health.triton_streak} Triton errors in a row"
+            return True
+    return False
+
+
+def retire(device: str, why: str) -> None:
+    with _session.lock:
+        _session.health[device].retired = why
+
+
+def set_kernel_line(device: str, kernel_choice: str, line: dict[str, str]) -> None:
+    with _session.lock:
+        _session.kernel_lines.setdefault(device, {})[kernel_choice] = line
+
+
+def first_time(*key) -> bool:
+    """True the first time ``key`` is seen this session: for log-once messages."""
+    with _session.lock:
+        if key in _session.logged:
+            return False
+        _session.logged.add(key)
+        return True
+
+
+def snapshot() -> dict[str, Any]:
+    """Plain-data view of everything the status nodes show."""
+    inst = kernels.installed()
+    with _session.lock:
+        devices = sorted(set(_session.devices) | set(_session.health) | set(_session.kernel_lines))
+        per_device = {}
+        for device in devices:
+            health = _session.health.get(device, DeviceHealth())
+            per_device[device] = {
+                "kernels": dict(_session.kernel_lines.get(device, {})),
+                "session": _session.devices.get(device, Counters()).as_dict(),
+                "last_generation": _session.last_generation.get(device, Counters()).as_dict(),
+                "retired": health.retired,
+                "checks": [],
+            }
+        generations = _session.generations
+    for res in checks.all_results():
+        entry = per_device.setdefault(res.key.device, {"kernels": {}, "session": Counters().as_dict(),
+                                                       "last_generation": Counters().as_dict(),
+                                                       "retired": None, "checks": []})
+        entry["checks"].append({"key": res.key.label(), "passed": res.passed, "cosine": res.cosine,
+                                "rel_l2": res.rel_l2, "finite": res.finite})
+    return {
+        "sageattention": {"version": inst.version, "error": inst.error},
+        "generations": generations,
+        "devices": per_device,
+        "thresholds": {"min_cosine": checks.MIN_COSINE, "max_rel_l2": checks.MAX_REL_L2},
+    }
+
+
+def reset_session() -> None:
+    """Forgets counters, device health, check results and log-once keys."""
+    global _session
+    _session = _Session()
+    checks.reset()
+
+
+def reset_counters() -> None:
+    """Zeroes the counters only (the status node's reset); health and checks stay."""
+    with _session.lock:
+        _session.devices.clear()
+        _session.last_generation = {}
+        _session.generations = 0
+
