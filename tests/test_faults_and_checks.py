@@ -1,0 +1,159 @@
+"""Kernel faults and the first-call check, injected through the kernel boundary; every
+generation of a tiny FLUX completes, with the counters saying what happened."""
+import logging
+
+import pytest
+import torch
+import triton.compiler.errors
+import triton.runtime.errors
+
+from sage_attention_scope.patches import MAX_REL_L2, Reason, Settings, apply_scope, checks, snapshot, stats
+from sage_attention_scope.patches.faults import TRITON_RETIRE_AFTER, Fault, classify
+from sas_doubles import (RecordingKernel, make_kernel, noisy, non_finite, raising, reference_attention,
+                         registered, wrong_shape)
+from sas_models import flux_conditioning, sample, tiny_flux
+from sas_scope import last_generation
+
+STEPS = 2
+CALLS = 2 * STEPS  # tiny FLUX: 2 attention calls per forward, one forward per step at cfg 1
+
+
+@pytest.fixture(scope="module")
+def model():
+    return tiny_flux()
+
+
+@pytest.fixture(scope="module")
+def plain(model):
+    return sample(model, flux_conditioning(), steps=STEPS)
+
+
+def generate(model, behave, **settings):
+    kernel = RecordingKernel(behave)
+    with registered(make_kernel("double", kernel)):
+        scoped = apply_scope(model, Settings(kernel="double", min_seq_len=1, **settings))
+        out = sample(scoped, flux_conditioning(), steps=STEPS)
+    return out, kernel
+
+
+def oom():
+    return torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+
+def test_out_of_memory_moves_the_rest_of_the_generation_to_sdpa(model, plain, caplog):
+    out, kernel = generate(model, raising(oom))
+    assert torch.equal(out, plain)
+    assert len(kernel.calls) == 1
+    gen = last_generation()
+    assert gen["faults"] == {Fault.OOM.value: 1}
+    assert gen["sdpa"] == {Reason.KERNEL_FAULT.value: 1, Reason.OOM_EARLIER.value: CALLS - 1}
+    assert sum("out of memory" in r.getMessage() for r in caplog.records) == 1
+    # The next generation tries the kernel again.
+    generate(model, reference_attention)
+    assert last_generation()["sage"] == CALLS
+
+
+@pytest.mark.parametrize("error", [
+    lambda: triton.runtime.errors.OutOfResources(232448, 101376, "shared memory"),
+    lambda: triton.compiler.errors.CompilationError(None, None, "bad"),
+    lambda: PermissionError(13, "Permission denied", "/home/user/.triton/cache/abc"),
+])
+def test_triton_errors_in_a_row_retire_the_device(model, plain, error):
+    out, kernel = generate(model, raising(error))
+    assert torch.equal(out, plain)
+    assert len(kernel.calls) == TRITON_RETIRE_AFTER
+    gen = last_generation()
+    assert gen["faults"] == {Fault.TRITON.value: TRITON_RETIRE_AFTER}
+    assert gen["sdpa"] == {Reason.KERNEL_FAULT.value: TRITON_RETIRE_AFTER,
+                           Reason.DEVICE_RETIRED.value: CALLS - TRITON_RETIRE_AFTER}
+    assert snapshot()["devices"]["cpu"]["retired"]
+
+
+def test_a_success_resets_the_triton_streak(model):
+    outcomes = iter([True, True, False, True, True, False, True, True])
+
+    def flaky(q, k, v, **kwargs):
+        if next(outcomes):
+            raise triton.runtime.errors.OutOfResources(1, 0, "registers")
+        return reference_attention(q, k, v, **kwargs)
+
+    generate(model, flaky, first_call_check=False)
+    generate(model, flaky, first_call_check=False)
+    assert snapshot()["devices"]["cpu"]["retired"] is None
+    assert snapshot()["devices"]["cpu"]["session"]["faults"] == {Fault.TRITON.value: 6}
+
+
+def test_other_kernel_errors_fall_back_per_call_and_log_once(model, plain, caplog):
+    out, kernel = generate(model, raising(lambda: RuntimeError("CUDA error: an illegal memory access")))
+    assert torch.equal(out, plain)
+    assert len(kernel.calls) == CALLS
+    gen = last_generation()
+    assert gen["faults"] == {Fault.OTHER.value: CALLS} and gen["sdpa"] == {Reason.KERNEL_FAULT.value: CALLS}
+    assert sum("illegal memory access" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_wrong_shaped_result_is_a_fault(model, plain):
+    out, _ = generate(model, wrong_shape)
+    assert torch.equal(out, plain)
+    assert last_generation()["faults"] == {Fault.WRONG_SHAPE.value: CALLS}
+
+
+def test_non_finite_output_fails_the_check(model, plain):
+    out, kernel = generate(model, non_finite)
+    assert torch.equal(out, plain)
+    assert len(kernel.calls) == 1
+    gen = last_generation()
+    assert gen["faults"] == {Fault.NON_FINITE.value: 1}
+    assert gen["sdpa"] == {Reason.CHECK_FAILED.value: CALLS}
+
+
+def test_a_wrong_kernel_fails_the_first_call_check_and_its_key_falls_back(model, plain, caplog):
+    caplog.set_level(logging.WARNING)
+    out, kernel = generate(model, noisy)
+    assert torch.equal(out, plain)
+    assert len(kernel.calls) == 1
+    assert last_generation()["sdpa"] == {Reason.CHECK_FAILED.value: CALLS}
+    [result] = snapshot()["devices"]["cpu"]["checks"]
+    assert result["passed"] is False and result["rel_l2"] > MAX_REL_L2
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "first-call check FAILED" in warnings[0] and "relative L2" in warnings[0]
+    # The key stays failed for the session: the next generation never calls the kernel.
+    kernel.calls.clear()
+    generate(model, noisy)
+    assert last_generation()["sdpa"] == {Reason.CHECK_FAILED.value: CALLS}
+
+
+def test_without_the_check_a_wrong_kernel_would_reach_the_output(model, plain):
+    out, _ = generate(model, noisy, first_call_check=False)
+    assert not torch.allclose(out, plain, atol=1e-3)
+
+
+def test_a_passing_check_runs_once_per_key(model):
+    generate(model, reference_attention)
+    generate(model, reference_attention)
+    [result] = snapshot()["devices"]["cpu"]["checks"]
+    assert result["passed"] and result["key"] == "cpu float32 d32 double"
+    assert snapshot()["devices"]["cpu"]["session"]["sage"] == 2 * CALLS
+
+
+def test_classify():
+    assert classify(oom()) is Fault.OOM
+    assert classify(RuntimeError("CUDA out of memory.")) is Fault.OOM
+    assert classify(triton.runtime.errors.OutOfResources(1, 0, "x")) is Fault.TRITON
+    assert classify(OSError(28, "No space left on device", "/tmp/triton/cache/x.json")) is Fault.TRITON
+    assert classify(ValueError("Unsupported head_dim: 256")) is Fault.OTHER
+
+
+def test_check_thresholds_separate_the_measured_cases():
+    # Relative L2 0.042 is SageAttention 2's worst normal figure; 0.28 is sageattention 1.0.6 at
+    # key length 77 (its cosine there, 0.999, passes, so relative L2 decides).
+    ref = torch.randn(4096, generator=torch.Generator().manual_seed(0))
+    noise = torch.randn(4096, generator=torch.Generator().manual_seed(1))
+    key = checks.CheckKey("cpu", "bfloat16", 128, "k")
+    good = checks.judge(key, ref + noise * 0.042, ref)
+    bad = checks.judge(key, ref + noise * 0.28, ref)
+    assert good.passed and not bad.passed
+    assert bad.cosine > 0.96 and bad.rel_l2 > MAX_REL_L2
+    nan = checks.judge(key, torch.full_like(ref, float("nan")), ref)
+    assert not nan.passed and not nan.finite
+    stats.reset_session()

@@ -1,0 +1,78 @@
+"""The pack as ComfyUI loads it, and its two nodes."""
+import asyncio
+import logging
+
+import pytest
+import torch
+
+from conftest import ROOT
+from sage_attention_scope.nodes.scope import SageAttentionScope, scoped_model
+from sage_attention_scope.nodes.status import SageAttentionStatus, render
+from sage_attention_scope.patches import DEFAULT_MIN_SEQ_LEN, Reason, Settings, router_of, snapshot
+from sas_doubles import RecordingKernel, make_kernel, registered
+from sas_models import flux_conditioning, sample, tiny_flux
+
+
+def test_comfyui_loads_the_pack_as_a_custom_node():
+    import nodes as comfy_nodes  # ComfyUI's own nodes.py, not ours
+    assert hasattr(comfy_nodes, "NODE_CLASS_MAPPINGS") and hasattr(comfy_nodes, "load_custom_node")
+    assert asyncio.run(comfy_nodes.load_custom_node(str(ROOT)))
+    for node_id, display in (("SageAttentionScope", "Sage Attention Scope"),
+                             ("SageAttentionStatus", "Sage Attention Status")):
+        assert node_id in comfy_nodes.NODE_CLASS_MAPPINGS
+        assert comfy_nodes.NODE_DISPLAY_NAME_MAPPINGS[node_id] == display
+    assert any(path.endswith("web/js") for path in comfy_nodes.EXTENSION_WEB_DIRS.values())
+
+
+def test_scope_node_schema():
+    info = SageAttentionScope.GET_NODE_INFO_V1()
+    required = info["input"]["required"]
+    assert list(required) == ["model", "enabled", "kernel", "min_seq_len", "first_call_check", "smooth_k"]
+    assert required["min_seq_len"][1]["default"] == DEFAULT_MIN_SEQ_LEN and required["min_seq_len"][1]["min"] == 1
+    options = required["kernel"][1]["options"]
+    assert options[0] == "auto" and "qk_int8_pv_fp8_cuda_sm90" in options and "sageattn_1x_triton" in options
+    assert info["output"] == ["MODEL"] and info["category"] == "model_patches/attention"
+
+
+def test_scope_node_clones_and_never_mutates_its_input():
+    model = tiny_flux()
+    with registered(make_kernel("double", RecordingKernel())):
+        out = SageAttentionScope.execute(model, True, "double", 64, True, False).result[0]
+    assert out is not model and router_of(model) is None
+    assert router_of(out).settings == Settings(kernel="double", min_seq_len=64)
+
+
+def test_without_a_kernel_the_node_passes_the_model_through_and_says_why(caplog):
+    caplog.set_level(logging.WARNING)
+    model = tiny_flux()
+    assert scoped_model(model) is model  # this machine's device has no SageAttention kernel
+    assert any("passes the model through" in r.getMessage() for r in caplog.records)
+    line = snapshot()["devices"][str(model.load_device)]["kernels"]["auto"]
+    assert line["kernel"] is None and line["why"]
+
+
+@pytest.mark.parametrize("bad, message", [(0, "at least 1"), (-5, "at least 1")])
+def test_bad_thresholds_are_refused_clearly(bad, message):
+    with pytest.raises(ValueError, match=message):
+        scoped_model(tiny_flux(), min_seq_len=bad)
+
+
+def test_a_model_that_is_not_a_diffusion_model_is_refused_clearly():
+    with pytest.raises(ValueError, match="needs a diffusion MODEL"):
+        scoped_model(torch.nn.Linear(2, 2))
+
+
+def test_status_node_reports_counts_and_resets():
+    assert "No scoped model has sampled yet" in render(snapshot())
+    model = tiny_flux()
+    with registered(make_kernel("double", RecordingKernel())):
+        sample(scoped_model(model, kernel="double", min_seq_len=1), flux_conditioning())
+        sample(scoped_model(model, kernel="double", min_seq_len=10_000), flux_conditioning())
+    out = SageAttentionStatus.execute(after=None, reset_counters=True)
+    text = out.result[0]
+    assert "cpu: double" in text and "check cpu float32 d32 double: passed" in text
+    assert "session: 2 SageAttention, 2 SDPA" in text and Reason.TOO_SHORT.label in text
+    payload = out.ui["sage_attention_status"][0]
+    assert payload["devices"]["cpu"]["session"]["sage"] == 2
+    assert snapshot()["devices"]["cpu"]["session"]["sage"] == 0  # reset after showing
+    assert SageAttentionStatus.fingerprint_inputs() != SageAttentionStatus.fingerprint_inputs()  # NaN: never cached

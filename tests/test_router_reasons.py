@@ -1,0 +1,128 @@
+"""Every SDPA reason, and the SageAttention path's layout handling, through ComfyUI's own
+optimized_attention (wrap_attn) with a scoped model's transformer_options."""
+import pytest
+import torch
+
+from sage_attention_scope.patches import Reason, Settings, apply_scope, stats
+from sas_doubles import RecordingKernel, make_kernel, registered, smoothing_in_place
+from sas_models import tiny_flux
+from sas_scope import attention, hnd, in_scope, last_generation
+
+
+@pytest.fixture(scope="module")
+def model():
+    return tiny_flux()
+
+
+def run(model, settings, q, k, v, heads, *, kernel=None, spec=None, **kwargs):
+    """One attention call inside a fresh scope; returns (output, kernel calls, counters)."""
+    kernel = kernel or RecordingKernel()
+    with registered(make_kernel("double", kernel, **(spec or {}))):
+        scoped = apply_scope(model, settings)
+        out = in_scope(scoped, lambda: attention(scoped, q, k, v, heads, **kwargs))
+    return out, kernel.calls, last_generation(str(q.device))
+
+
+ON = Settings(kernel="double", min_seq_len=8)
+
+
+def sdpa_only(model, q, k, v, heads, **kwargs):
+    """What plain ComfyUI returns for the same call."""
+    import comfy.ldm.modules.attention as comfy_attention
+    return comfy_attention.optimized_attention(q, k, v, heads, **kwargs)
+
+
+@pytest.mark.parametrize("case, settings, spec, make, kwargs, reason", [
+    ("disabled", Settings(enabled=False, kernel="double"), None, lambda: hnd(), {}, Reason.DISABLED),
+    ("too short q", Settings(kernel="double", min_seq_len=33), None, lambda: hnd(n=32), {}, Reason.TOO_SHORT),
+    ("opt-out", ON, None, lambda: hnd(), {"low_precision_attention": False}, Reason.LOW_PRECISION_OPT_OUT),
+    ("dtype", ON, {"dtypes": {torch.float16, torch.bfloat16}}, lambda: hnd(), {}, Reason.DTYPE),
+    ("head size", ON, {"head_dims": {128}}, lambda: hnd(d=64), {}, Reason.HEAD_DIM),
+    ("not cuda", ON, {"device_types": {"cuda"}}, lambda: hnd(), {}, Reason.NOT_CUDA),
+    ("gqa", ON, None, lambda: (hnd()[0], *hnd(h=1)[1:]), {"enable_gqa": True}, Reason.LAYOUT),
+    ("strided", ON, None, lambda: tuple(t.transpose(-1, -2) for t in hnd(n=64, d=64)), {}, Reason.LAYOUT),
+])
+def test_each_reason_keeps_sdpa_and_is_counted(model, case, settings, spec, make, kwargs, reason):
+    q, k, v = make()
+    out, calls, counts = run(model, settings, q, k, v, q.shape[1], spec=spec, skip_reshape=True, **kwargs)
+    assert calls == []
+    assert counts["sage"] == 0 and counts["sdpa"] == {reason.value: 1}
+    assert torch.equal(out, sdpa_only(model, q, k, v, q.shape[1], skip_reshape=True, **kwargs))
+
+
+def test_short_key_alone_keeps_sdpa(model):
+    q, _, _ = hnd(n=64)
+    _, k, v = hnd(n=16)
+    _, calls, counts = run(model, Settings(kernel="double", min_seq_len=32), q, k, v, 2, skip_reshape=True)
+    assert calls == [] and counts["sdpa"] == {Reason.TOO_SHORT.value: 1}
+
+
+def test_a_mask_that_masks_keeps_sdpa(model):
+    q, k, v = hnd()
+    mask = torch.zeros(1, 1, 32, 32)
+    mask[..., :4] = float("-inf")
+    out, calls, counts = run(model, ON, q, k, v, 2, skip_reshape=True, mask=mask)
+    assert calls == [] and counts["sdpa"] == {Reason.MASK.value: 1}
+    assert torch.equal(out, sdpa_only(model, q, k, v, 2, skip_reshape=True, mask=mask))
+
+
+@pytest.mark.parametrize("mask", [torch.zeros(1, 1, 32, 32), torch.ones(1, 32, 32, dtype=torch.bool)])
+def test_a_mask_that_masks_nothing_is_dropped(model, mask):
+    q, k, v = hnd()
+    out, calls, counts = run(model, ON, q, k, v, 2, skip_reshape=True, mask=mask)
+    assert len(calls) == 1 and counts["sage"] == 1 and counts["masks_dropped"] == 1
+    torch.testing.assert_close(out, sdpa_only(model, q, k, v, 2, skip_reshape=True), rtol=1e-5, atol=1e-5)
+
+
+def test_hnd_inputs_pass_through_without_copies(model):
+    q, k, v = hnd()
+    out, calls, counts = run(model, ON, q, k, v, 2, skip_reshape=True)
+    got = calls[0]
+    assert got["layout"] == "HND"
+    assert all(got[n] is t for n, t in zip("qkv", (q, k, v)))
+    assert out.shape == (1, 32, 2 * 64) and counts["sage"] == 1
+    torch.testing.assert_close(out, sdpa_only(model, q, k, v, 2, skip_reshape=True), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("skip_output_reshape, shape", [(False, (1, 32, 128)), (True, (1, 2, 32, 64))])
+def test_nhd_inputs_are_views_and_outputs_match_comfyui(model, skip_output_reshape, shape):
+    q, k, v = (t.transpose(1, 2).reshape(1, 32, 128) for t in hnd())
+    out, calls, counts = run(model, ON, q, k, v, 2, skip_output_reshape=skip_output_reshape)
+    got = calls[0]
+    assert got["layout"] == "NHD" and got["q"].shape == (1, 32, 2, 64)
+    assert all(got[n].data_ptr() == t.data_ptr() for n, t in zip("qkv", (q, k, v)))
+    assert out.shape == shape and counts["sage"] == 1
+    torch.testing.assert_close(out, sdpa_only(model, q, k, v, 2, skip_output_reshape=skip_output_reshape),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_a_custom_scale_is_forwarded(model):
+    q, k, v = hnd()
+    out, calls, _ = run(model, ON, q, k, v, 2, skip_reshape=True, scale=0.05)
+    assert calls[0]["sm_scale"] == 0.05
+    torch.testing.assert_close(out, sdpa_only(model, q, k, v, 2, skip_reshape=True, scale=0.05),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_smooth_k_never_writes_the_callers_k(model):
+    q, k, v = hnd()
+    k = k + 3.0  # an offset smoothing would remove
+    k_before = k.clone()
+    kernel = RecordingKernel(smoothing_in_place)
+    settings = Settings(kernel="double", min_seq_len=8, smooth_k=True)
+    out, calls, counts = run(model, settings, q, k, v, 2, kernel=kernel, spec={"smooth_k_in_place": True},
+                             skip_reshape=True)
+    assert torch.equal(k, k_before)
+    assert calls[0]["smooth_k"] is False and counts["sage"] == 1
+    torch.testing.assert_close(out, sdpa_only(model, q, k, v, 2, skip_reshape=True), rtol=1e-4, atol=1e-4)
+
+
+def test_a_retired_device_keeps_sdpa(model):
+    stats.retire("cpu", "test")
+    q, k, v = hnd()
+    _, calls, counts = run(model, ON, q, k, v, 2, skip_reshape=True)
+    assert calls == [] and counts["sdpa"] == {Reason.DEVICE_RETIRED.value: 1}
+
+
+def test_reason_labels_cover_every_reason():
+    assert all(r.label for r in Reason)
