@@ -1,0 +1,168 @@
+"""Per-call benchmark: PyTorch SDPA, cuDNN-first SDPA, each SageAttention kernel, and the
+routed scope, side by side in one run, on the attention shapes of each supported family.
+
+    python bench/attention_calls.py [--small] [--out docs/bench]
+
+--small runs tiny shapes on whatever device is there (CPU in CI: SDPA arms only) so the script
+cannot rot. Prints GPU, torch, Triton and sageattention versions first; writes a markdown table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+import sas_host  # noqa: E402
+
+sas_host.boot_comfyui(sas_host.comfyui_path())
+sas_host.import_pack()
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import comfy.ldm.modules.attention as comfy_attention  # noqa: E402
+
+from sage_attention_scope.patches import Settings, checks, kernels  # noqa: E402
+from sage_attention_scope.patches.router import AttentionRouter  # noqa: E402
+
+# (label, B, H, Nq, Nkv, D): FLUX/Qwen/Z-Image joint attention, LTX-2 video, SDXL levels.
+SHAPES = [
+    ("FLUX 1024²", 1, 24, 4608, 4608, 128),
+    ("FLUX 2048²", 1, 24, 16896, 16896, 128),
+    ("Qwen-Image 2048²", 1, 24, 16640, 16640, 128),
+    ("Z-Image 2048²", 1, 30, 16512, 16512, 128),
+    ("LTX-2 1248×704×121", 1, 32, 13728, 13728, 128),
+    ("SDXL 1024² level 1", 2, 10, 4096, 4096, 64),
+    ("SDXL 2048² level 1", 2, 10, 16384, 16384, 64),
+    ("SDXL cross-attn", 2, 10, 4096, 77, 64),
+]
+SMALL_SHAPES = [("small self-attn", 1, 2, 256, 256, 64), ("small cross-attn", 1, 2, 256, 77, 64)]
+
+
+def versions() -> dict:
+    info = {"torch": torch.__version__, "sageattention": kernels.installed().version or "not installed"}
+    try:
+        import triton
+        info["triton"] = triton.__version__
+    except ImportError:
+        info["triton"] = "not installed"
+    info["device"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU"
+    return info
+
+
+def timed(fn, device, warmup=3, reps=10) -> float:
+    """Median ms of ``reps`` calls after ``warmup``; CUDA events on a GPU."""
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(reps):
+        if device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            torch.cuda.synchronize()
+            samples.append(start.elapsed_time(end))
+        else:
+            t0 = time.perf_counter()
+            fn()
+            samples.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(samples)
+
+
+def inputs(b, h, nq, nkv, d, device, dtype, seed=0):
+    g = torch.Generator(device=device).manual_seed(seed)
+    q = torch.randn(b, h, nq, d, device=device, generator=g, dtype=torch.float32)
+    k = torch.randn(b, h, nkv, d, device=device, generator=g) + 2 * torch.randn(1, 1, 1, d, device=device, generator=g)
+    v = torch.randn(b, h, nkv, d, device=device, generator=g)
+    return q.to(dtype), k.to(dtype), v.to(dtype)
+
+
+def routed_call(router, q, k, v, heads):
+    """One call through ComfyUI's wrap_attn with the router as override, inside its scope."""
+    options = {"optimized_attention_override": router}
+    return router.outer_sample_wrapper(
+        lambda: comfy_attention.attention_pytorch(q, k, v, heads, skip_reshape=True, transformer_options=options))
+
+
+def measure(shapes, device, dtype) -> list[dict]:
+    kernel_arms = []
+    if device.type == "cuda":
+        res = kernels.resolve("auto", device)
+        if res.kernel is not None:
+            kernel_arms.append(res.kernel)
+    rows = []
+    for label, b, h, nq, nkv, d in shapes:
+        q, k, v = inputs(b, h, nq, nkv, d, device, dtype)
+        ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
+        flops = 4 * b * h * nq * nkv * d
+        row = {"shape": label, "dims": [b, h, nq, nkv, d]}
+
+        def arm(name, fn):
+            torch.cuda.reset_peak_memory_stats() if device.type == "cuda" else None
+            base = torch.cuda.memory_allocated() if device.type == "cuda" else 0
+            out = fn()
+            peak = (torch.cuda.max_memory_allocated() - base) / 2**20 if device.type == "cuda" else float("nan")
+            ms = timed(fn, device)
+            cos, rel, _ = checks.compare(out.reshape(ref.shape) if out.shape == ref.shape else
+                                         out.reshape(b, nq, h, d).transpose(1, 2), ref)
+            row[name] = {"ms": ms, "tflops": flops / ms / 1e9, "peak_mib": peak, "cosine": cos, "rel_l2": rel}
+
+        arm("sdpa", lambda: F.scaled_dot_product_attention(q, k, v))
+        if device.type == "cuda":
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+            def cudnn():
+                with sdpa_kernel([SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]):
+                    return F.scaled_dot_product_attention(q, k, v)
+            arm("cudnn_first", cudnn)
+        for kernel in kernel_arms:
+            arm(kernel.name, lambda kernel=kernel: kernel.run(q, k, v, layout="HND", sm_scale=None, smooth_k=False))
+            router = AttentionRouter(Settings(kernel="auto", first_call_check=False))
+            arm(f"routed ({kernel.name})", lambda router=router: routed_call(router, q, k, v, h))
+            always = AttentionRouter(Settings(kernel="auto", min_seq_len=1, first_call_check=False))
+            arm(f"router overhead ({kernel.name}, every call)", lambda r=always: routed_call(r, q, k, v, h))
+        rows.append(row)
+    return rows
+
+
+def to_markdown(info: dict, rows: list[dict]) -> str:
+    arms = [a for a in rows[0] if a not in ("shape", "dims")]
+    head = (f"Device: {info['device']}; torch {info['torch']}; Triton {info['triton']}; "
+            f"sageattention {info['sageattention']}. ms per call, median of 10 after 3 warm-ups "
+            f"(× = SDPA time / arm time; rel L2 vs fp32).\n\n")
+    lines = ["| shape (B, H, Nq, Nkv, D) | " + " | ".join(arms) + " |", "|---" * (len(arms) + 1) + "|"]
+    for row in rows:
+        sdpa = row["sdpa"]["ms"]
+        cells = [f"{row['shape']} ({', '.join(map(str, row['dims']))})"]
+        for a in arms:
+            r = row[a]
+            cells.append(f"{r['ms']:.3f} ({sdpa / r['ms']:.2f}×, {r['rel_l2']:.3f})")
+        lines.append("| " + " | ".join(cells) + " |")
+    return head + "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--small", action="store_true", help="tiny shapes, any device (CI)")
+    parser.add_argument("--out", type=Path, help="folder for attention_calls.md / .json")
+    args = parser.parse_args(argv)
+    device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    info = versions()
+    print(" | ".join(f"{k} {v}" for k, v in info.items()), flush=True)
+    rows = measure(SMALL_SHAPES if args.small else SHAPES, device, dtype)
+    table = to_markdown(info, rows)
+    print(table)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "attention_calls.md").write_text(table)
+        (args.out / "attention_calls.json").write_text(json.dumps({"info": info, "rows": rows}, indent=1))
+    return rows
+
+
+if __name__ == "__main__":
+    main()

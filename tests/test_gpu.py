@@ -1,0 +1,118 @@
+"""The real SageAttention kernel on a CUDA GPU (run on the H200; skipped without CUDA).
+
+Set SAS_GPU_RECORD to a file path to append each measured figure as a JSON line.
+"""
+import json
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from sage_attention_scope.patches import Reason, Settings, apply_scope, checks, kernels, snapshot
+from sas_models import build, sample, flux_conditioning
+from sas_scope import attention, in_scope, last_generation
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
+
+
+def record(**figures):
+    path = os.environ.get("SAS_GPU_RECORD")
+    if path:
+        figures.update(gpu=torch.cuda.get_device_name(0), torch=torch.__version__,
+                       sageattention=kernels.installed().version)
+        with open(path, "a") as f:
+            f.write(json.dumps(figures) + "\n")
+
+
+@pytest.fixture
+def kernel():
+    res = kernels.resolve("auto", torch.device("cuda:0"))
+    if res.kernel is None:
+        pytest.skip(f"no SageAttention kernel here: {res.why}")
+    return res.kernel
+
+
+def qkv(shape, dtype, layout="HND", seed=0):
+    """Standard normal q/k/v with a per-channel offset on k (the outlier pattern)."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    b, h, n, kv, d = shape
+    q = torch.randn(b, h, n, d, device="cuda", generator=g)
+    k = torch.randn(b, h, kv, d, device="cuda", generator=g) + 2 * torch.randn(1, 1, 1, d, device="cuda", generator=g)
+    v = torch.randn(b, h, kv, d, device="cuda", generator=g)
+    if layout == "NHD":
+        return tuple(t.transpose(1, 2).contiguous().to(dtype) for t in (q, k, v))
+    return tuple(t.to(dtype) for t in (q, k, v))
+
+
+ELIGIBLE = [(1, 24, 4608, 4608, 128), (2, 10, 4096, 4096, 64), (1, 24, 16896, 16896, 128)]
+
+
+@pytest.mark.parametrize("shape", ELIGIBLE, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("layout", ["HND", "NHD"])
+def test_real_kernel_matches_sdpa(kernel, shape, dtype, layout):
+    q, k, v = qkv(shape, dtype, layout)
+    k_before = k.clone()
+    out = kernel.run(q, k, v, layout=layout, sm_scale=None, smooth_k=False)
+    to_hnd = (lambda t: t.transpose(1, 2)) if layout == "NHD" else (lambda t: t)
+    ref = F.scaled_dot_product_attention(*(to_hnd(t).float() for t in (q, k, v)))
+    cosine, rel_l2, finite = checks.compare(to_hnd(out), ref)
+    record(test="kernel_vs_fp32", kernel=kernel.name, shape=shape, dtype=str(dtype), layout=layout,
+           cosine=cosine, rel_l2=rel_l2)
+    assert finite and cosine >= 0.99 and rel_l2 <= checks.MAX_REL_L2
+    assert torch.equal(k, k_before)
+
+
+def test_smooth_k_on_sageattention_1_leaves_k_alone(kernel):
+    q, k, v = qkv((1, 8, 4096, 4096, 128), torch.bfloat16)
+    k_before = k.clone()
+    kernel.run(q, k, v, layout="HND", sm_scale=None, smooth_k=True)
+    assert torch.equal(k, k_before)
+
+
+def test_key_length_77_is_routed_to_sdpa_by_the_threshold(kernel):
+    q, _, _ = qkv((2, 10, 16384, 16384, 64), torch.bfloat16)
+    _, k, v = qkv((2, 10, 16384, 77, 64), torch.bfloat16, seed=1)
+    raw = kernel.run(q, k, v, layout="HND", sm_scale=None, smooth_k=False)
+    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
+    cosine, rel_l2, _ = checks.compare(raw, ref)
+    record(test="kv77_raw_kernel", kernel=kernel.name, cosine=cosine, rel_l2=rel_l2)
+
+    model = build_tiny_flux_d128()
+    scoped = apply_scope(model, Settings())
+    out = in_scope(scoped, lambda: attention(scoped, q, k, v, 10, skip_reshape=True))
+    assert last_generation("cuda:0")["sdpa"] == {Reason.TOO_SHORT.value: 1}
+    torch.testing.assert_close(out.float(), ref.transpose(1, 2).reshape(2, 16384, 640), atol=2e-2, rtol=2e-2)
+
+
+def test_kernel_runs_under_the_tensors_device_and_restores_the_current_one(kernel):
+    target = torch.device(f"cuda:{torch.cuda.device_count() - 1}")
+    torch.cuda.set_device(0)
+    q, k, v = (t.to(target) for t in qkv((1, 8, 4096, 4096, 128), torch.bfloat16))
+    out = kernel.run(q, k, v, layout="HND", sm_scale=None, smooth_k=False)
+    assert out.device == target and torch.cuda.current_device() == 0
+    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
+    assert checks.compare(out, ref)[1] <= checks.MAX_REL_L2
+
+
+def build_tiny_flux_d128():
+    import comfy.supported_models
+    config = dict(image_model="flux", guidance_embed=True, in_channels=16, out_channels=16, vec_in_dim=32,
+                  context_in_dim=32, hidden_size=256, mlp_ratio=2.0, num_heads=2, depth=2, depth_single_blocks=2,
+                  axes_dim=[16, 56, 56], theta=10000, patch_size=2, qkv_bias=True)
+    return build(comfy.supported_models.Flux, config, dtype=torch.bfloat16, device=torch.device("cuda:0"))
+
+
+def test_scoped_flux_runs_every_call_on_the_real_kernel(kernel):
+    model = build_tiny_flux_d128()
+    cond = flux_conditioning()
+    plain = sample(model, cond, latent_hw=(64, 64), steps=2)
+    routed = sample(apply_scope(model, Settings(min_seq_len=1)), cond, latent_hw=(64, 64), steps=2)
+    gen = last_generation("cuda:0")
+    assert gen["sage"] == 2 * 4 and gen["sdpa_total"] == 0
+    cosine, rel_l2, finite = checks.compare(routed, plain)
+    [check] = snapshot()["devices"]["cuda:0"]["checks"]
+    record(test="tiny_flux_two_steps", kernel=kernel.name, cosine=cosine, rel_l2=rel_l2,
+           first_call_check=check)
+    assert finite and cosine >= 0.99 and check["passed"]
