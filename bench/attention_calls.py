@@ -9,6 +9,7 @@ cannot rot. Prints GPU, torch, Triton and sageattention versions first; writes a
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -82,11 +83,9 @@ def inputs(b, h, nq, nkv, d, device, dtype, seed=0):
     return q.to(dtype), k.to(dtype), v.to(dtype)
 
 
-def routed_call(router, q, k, v, heads):
-    """One call through ComfyUI's wrap_attn with the router as override, inside its scope."""
-    options = {"optimized_attention_override": router}
-    return router.outer_sample_wrapper(
-        lambda: comfy_attention.attention_pytorch(q, k, v, heads, skip_reshape=True, transformer_options=options))
+def comfy_call(q, k, v, heads, options=None):
+    """One call as a diffusion model makes it: ComfyUI's wrap_attn-wrapped SDPA, (B, N, H*D) out."""
+    return comfy_attention.attention_pytorch(q, k, v, heads, skip_reshape=True, transformer_options=options)
 
 
 def measure(shapes, device, dtype) -> list[dict]:
@@ -102,29 +101,35 @@ def measure(shapes, device, dtype) -> list[dict]:
         flops = 4 * b * h * nq * nkv * d
         row = {"shape": label, "dims": [b, h, nq, nkv, d]}
 
-        def arm(name, fn):
-            torch.cuda.reset_peak_memory_stats() if device.type == "cuda" else None
+        def arm(name, fn, scoped=None):
+            if device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats()
             base = torch.cuda.memory_allocated() if device.type == "cuda" else 0
-            out = fn()
+            if scoped is not None:  # one open scope around all the timed calls
+                router, call = scoped
+                out, ms = router.outer_sample_wrapper(lambda: (call(), timed(call, device)))
+            else:
+                out, ms = fn(), timed(fn, device)
             peak = (torch.cuda.max_memory_allocated() - base) / 2**20 if device.type == "cuda" else float("nan")
-            ms = timed(fn, device)
-            cos, rel, _ = checks.compare(out.reshape(ref.shape) if out.shape == ref.shape else
-                                         out.reshape(b, nq, h, d).transpose(1, 2), ref)
+            cos, rel, _ = checks.compare(out.reshape(b, nq, h, d).transpose(1, 2), ref)
             row[name] = {"ms": ms, "tflops": flops / ms / 1e9, "peak_mib": peak, "cosine": cos, "rel_l2": rel}
 
-        arm("sdpa", lambda: F.scaled_dot_product_attention(q, k, v))
+        arm("sdpa", lambda: comfy_call(q, k, v, h))
         if device.type == "cuda":
             from torch.nn.attention import SDPBackend, sdpa_kernel
             def cudnn():
                 with sdpa_kernel([SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]):
-                    return F.scaled_dot_product_attention(q, k, v)
+                    return comfy_call(q, k, v, h)
             arm("cudnn_first", cudnn)
         for kernel in kernel_arms:
-            arm(kernel.name, lambda kernel=kernel: kernel.run(q, k, v, layout="HND", sm_scale=None, smooth_k=False))
-            router = AttentionRouter(Settings(kernel="auto", first_call_check=False))
-            arm(f"routed ({kernel.name})", lambda router=router: routed_call(router, q, k, v, h))
-            always = AttentionRouter(Settings(kernel="auto", min_seq_len=1, first_call_check=False))
-            arm(f"router overhead ({kernel.name}, every call)", lambda r=always: routed_call(r, q, k, v, h))
+            def direct(kernel=kernel):  # the kernel plus the output reshape every caller needs
+                out = kernel.run(q, k, v, layout="HND", sm_scale=None, smooth_k=False)
+                return out.transpose(1, 2).reshape(b, nq, h * d)
+            arm(kernel.name, direct)
+            for label, settings in (("routed", Settings()), ("always", Settings(min_seq_len=1))):
+                router = AttentionRouter(dataclasses.replace(settings, first_call_check=False))
+                options = {"optimized_attention_override": router}
+                arm(f"{label} ({kernel.name})", None, scoped=(router, lambda o=options: comfy_call(q, k, v, h, o)))
         rows.append(row)
     return rows
 

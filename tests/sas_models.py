@@ -12,6 +12,8 @@ TINY_FLUX = dict(image_model="flux", guidance_embed=True, in_channels=16, out_ch
                  context_in_dim=32, hidden_size=64, mlp_ratio=2.0, num_heads=2, depth=1, depth_single_blocks=1,
                  axes_dim=[8, 12, 12], theta=10000, patch_size=2, qkv_bias=True)
 TINY_FLUX_TXT_TOKENS = 5
+# Where ComfyUI puts models here: "cpu" in CI, "cuda:0" on the GPU machine.
+DEVICE = str(comfy.model_management.get_torch_device())
 
 
 def build(supported_cls, unet_config: dict, dtype=torch.float32, seed: int = 0, device=None):

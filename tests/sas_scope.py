@@ -6,6 +6,7 @@ import torch
 import comfy.ldm.modules.attention as comfy_attention
 
 from sage_attention_scope.patches import router_of, stats
+from sas_models import DEVICE
 
 
 def attention(model_patcher, q, k, v, heads, **kwargs):
@@ -20,12 +21,12 @@ def in_scope(model_patcher, fn):
     return router_of(model_patcher).outer_sample_wrapper(fn)
 
 
-def last_generation(device="cpu") -> dict:
+def last_generation(device=DEVICE) -> dict:
     """The last generation's counters on ``device``, from the public snapshot."""
     return stats.snapshot()["devices"][device]["last_generation"]
 
 
-def session(device="cpu") -> dict:
+def session(device=DEVICE) -> dict:
     return stats.snapshot()["devices"][device]["session"]
 
 

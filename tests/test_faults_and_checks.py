@@ -11,7 +11,7 @@ from sage_attention_scope.patches import MAX_REL_L2, Reason, Settings, apply_sco
 from sage_attention_scope.patches.faults import TRITON_RETIRE_AFTER, Fault, classify
 from sas_doubles import (RecordingKernel, make_kernel, noisy, non_finite, raising, reference_attention,
                          registered, wrong_shape)
-from sas_models import flux_conditioning, sample, tiny_flux
+from sas_models import DEVICE, flux_conditioning, sample, tiny_flux
 from sas_scope import last_generation
 
 STEPS = 2
@@ -66,7 +66,7 @@ def test_triton_errors_in_a_row_retire_the_device(model, plain, error):
     assert gen["faults"] == {Fault.TRITON.value: TRITON_RETIRE_AFTER}
     assert gen["sdpa"] == {Reason.KERNEL_FAULT.value: TRITON_RETIRE_AFTER,
                            Reason.DEVICE_RETIRED.value: CALLS - TRITON_RETIRE_AFTER}
-    assert snapshot()["devices"]["cpu"]["retired"]
+    assert snapshot()["devices"][DEVICE]["retired"]
 
 
 def test_a_success_resets_the_triton_streak(model):
@@ -79,8 +79,8 @@ def test_a_success_resets_the_triton_streak(model):
 
     generate(model, flaky, first_call_check=False)
     generate(model, flaky, first_call_check=False)
-    assert snapshot()["devices"]["cpu"]["retired"] is None
-    assert snapshot()["devices"]["cpu"]["session"]["faults"] == {Fault.TRITON.value: 6}
+    assert snapshot()["devices"][DEVICE]["retired"] is None
+    assert snapshot()["devices"][DEVICE]["session"]["faults"] == {Fault.TRITON.value: 6}
 
 
 def test_other_kernel_errors_fall_back_per_call_and_log_once(model, plain, caplog):
@@ -113,7 +113,7 @@ def test_a_wrong_kernel_fails_the_first_call_check_and_its_key_falls_back(model,
     assert torch.equal(out, plain)
     assert len(kernel.calls) == 1
     assert last_generation()["sdpa"] == {Reason.CHECK_FAILED.value: CALLS}
-    [result] = snapshot()["devices"]["cpu"]["checks"]
+    [result] = snapshot()["devices"][DEVICE]["checks"]
     assert result["passed"] is False and result["rel_l2"] > MAX_REL_L2
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "first-call check FAILED" in warnings[0] and "relative L2" in warnings[0]
@@ -131,9 +131,9 @@ def test_without_the_check_a_wrong_kernel_would_reach_the_output(model, plain):
 def test_a_passing_check_runs_once_per_key(model):
     generate(model, reference_attention)
     generate(model, reference_attention)
-    [result] = snapshot()["devices"]["cpu"]["checks"]
-    assert result["passed"] and result["key"] == "cpu float32 d32 double"
-    assert snapshot()["devices"]["cpu"]["session"]["sage"] == 2 * CALLS
+    [result] = snapshot()["devices"][DEVICE]["checks"]
+    assert result["passed"] and result["key"] == f"{DEVICE} float32 d32 double"
+    assert snapshot()["devices"][DEVICE]["session"]["sage"] == 2 * CALLS
 
 
 def test_classify():

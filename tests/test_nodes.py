@@ -8,9 +8,9 @@ import torch
 from conftest import ROOT
 from sage_attention_scope.nodes.scope import SageAttentionScope, scoped_model
 from sage_attention_scope.nodes.status import SageAttentionStatus, render
-from sage_attention_scope.patches import DEFAULT_MIN_SEQ_LEN, Reason, Settings, router_of, snapshot
+from sage_attention_scope.patches import DEFAULT_MIN_SEQ_LEN, Reason, Settings, kernels, router_of, snapshot
 from sas_doubles import RecordingKernel, make_kernel, registered
-from sas_models import flux_conditioning, sample, tiny_flux
+from sas_models import DEVICE, flux_conditioning, sample, tiny_flux
 
 
 def test_comfyui_loads_the_pack_as_a_custom_node():
@@ -45,9 +45,11 @@ def test_scope_node_clones_and_never_mutates_its_input():
 def test_without_a_kernel_the_node_passes_the_model_through_and_says_why(caplog):
     caplog.set_level(logging.WARNING)
     model = tiny_flux()
-    assert scoped_model(model) is model  # this machine's device has no SageAttention kernel
+    # auto on a CPU; on a GPU, a named kernel the installed sageattention does not provide.
+    choice = next(n for n in kernels.available_kernel_names() if kernels.resolve(n, model.load_device).kernel is None)
+    assert scoped_model(model, kernel=choice) is model
     assert any("passes the model through" in r.getMessage() for r in caplog.records)
-    line = snapshot()["devices"][str(model.load_device)]["kernels"]["auto"]
+    line = snapshot()["devices"][str(model.load_device)]["kernels"][choice]
     assert line["kernel"] is None and line["why"]
 
 
@@ -70,9 +72,9 @@ def test_status_node_reports_counts_and_resets():
         sample(scoped_model(model, kernel="double", min_seq_len=10_000), flux_conditioning())
     out = SageAttentionStatus.execute(after=None, reset_counters=True)
     text = out.result[0]
-    assert "cpu: double" in text and "check cpu float32 d32 double: passed" in text
+    assert f"{DEVICE}: double" in text and f"check {DEVICE} float32 d32 double: passed" in text
     assert "session: 2 SageAttention, 2 SDPA" in text and Reason.TOO_SHORT.label in text
     payload = out.ui["sage_attention_status"][0]
-    assert payload["devices"]["cpu"]["session"]["sage"] == 2
-    assert snapshot()["devices"]["cpu"]["session"]["sage"] == 0  # reset after showing
+    assert payload["devices"][DEVICE]["session"]["sage"] == 2
+    assert snapshot()["devices"][DEVICE]["session"]["sage"] == 0  # reset after showing
     assert SageAttentionStatus.fingerprint_inputs() != SageAttentionStatus.fingerprint_inputs()  # NaN: never cached

@@ -72,7 +72,7 @@ def test_a_call_outside_the_wrapper_never_reaches_the_kernel():
         out = attention(scoped, q, k, v, 2, skip_reshape=True)
     assert kernel.calls == []
     assert out.shape == (1, 32, 128)
-    assert session()["sdpa"] == {Reason.OUTSIDE_SCOPE.value: 1}
+    assert session("cpu")["sdpa"] == {Reason.OUTSIDE_SCOPE.value: 1}
 
 
 def test_a_second_scope_node_replaces_the_first():

@@ -1,0 +1,14 @@
+"""The benchmark's small mode runs in CI (SDPA arms only on a CPU) so it cannot rot."""
+import importlib.util
+
+from sas_host import ROOT
+
+
+def test_small_benchmark_runs_and_writes_its_table(tmp_path):
+    spec = importlib.util.spec_from_file_location("sas_bench_attention_calls", ROOT / "bench" / "attention_calls.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows = bench.main(["--small", "--out", str(tmp_path)])
+    assert [r["shape"] for r in rows] == [s[0] for s in bench.SMALL_SHAPES]
+    assert all(r["sdpa"]["rel_l2"] < 1e-3 for r in rows)
+    assert "| small self-attn" in (tmp_path / "attention_calls.md").read_text()
