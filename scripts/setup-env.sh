@@ -11,7 +11,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 venv="${SAS_VENV:-$root/.venv}"
 python="${PYTHON:-python3}"
-stamp="$venv/.sas-setup-v1"
+# Re-install when the test requirements or pins change.
+stamp="$venv/.sas-setup-$(cat "$root/scripts/requirements-test.txt" | cksum | cut -d' ' -f1)-${SAS_TORCH:-2.14.1}"
 
 if [ ! -x "$venv/bin/python" ]; then
   echo "setup: creating $venv"
@@ -21,7 +22,7 @@ py="$venv/bin/python"
 
 if [ ! -f "$stamp" ]; then
   echo "setup: installing torch and ComfyUI's requirements (a few minutes the first time)"
-  "$py" -m pip install -q --upgrade pip
+  "$py" -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
   # The test pins live here, in the test set-up, never in requirements.txt: a user's own
   # torch is theirs. torchvision is needed by comfy.model_base / comfy.sd.
   "$py" -m pip install -q "torch==${SAS_TORCH:-2.14.1}" "torchvision==${SAS_TORCHVISION:-0.29.1}"

@@ -68,8 +68,8 @@ def noisy(q, k, v, **kwargs):
 
 
 def non_finite(q, k, v, **kwargs):
-    out = reference_attention(q, k, v, **kwargs)
-    out.view(-1)[0] = float("nan")
+    out = reference_attention(q, k, v, **kwargs).clone()
+    out[(0,) * out.ndim] = float("nan")
     return out
 
 

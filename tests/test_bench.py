@@ -10,5 +10,5 @@ def test_small_benchmark_runs_and_writes_its_table(tmp_path):
     spec.loader.exec_module(bench)
     rows = bench.main(["--small", "--out", str(tmp_path)])
     assert [r["shape"] for r in rows] == [s[0] for s in bench.SMALL_SHAPES]
-    assert all(r["sdpa"]["rel_l2"] < 1e-3 for r in rows)
+    assert all(r["sdpa"]["rel_l2"] < 1e-2 for r in rows)  # fp32 on a CPU, bf16 on a GPU
     assert "| small self-attn" in (tmp_path / "attention_calls.md").read_text()
