@@ -148,28 +148,29 @@ def first_time(*key) -> bool:
         return True
 
 
+def _device_entry(counters: Counters | None = None, last: Counters | None = None,
+                  health: DeviceHealth | None = None, kernel_lines: dict | None = None) -> dict[str, Any]:
+    return {
+        "kernels": dict(kernel_lines or {}),
+        "session": (counters or Counters()).as_dict(),
+        "last_generation": (last or Counters()).as_dict(),
+        "retired": health.retired if health else None,
+        "checks": [],
+    }
+
+
 def snapshot() -> dict[str, Any]:
     """Plain-data view of everything the status nodes show."""
     inst = kernels.installed()
     with _session.lock:
         devices = sorted(set(_session.devices) | set(_session.health) | set(_session.kernel_lines))
-        per_device = {}
-        for device in devices:
-            health = _session.health.get(device, DeviceHealth())
-            per_device[device] = {
-                "kernels": dict(_session.kernel_lines.get(device, {})),
-                "session": _session.devices.get(device, Counters()).as_dict(),
-                "last_generation": _session.last_generation.get(device, Counters()).as_dict(),
-                "retired": health.retired,
-                "checks": [],
-            }
+        per_device = {d: _device_entry(_session.devices.get(d), _session.last_generation.get(d),
+                                       _session.health.get(d), _session.kernel_lines.get(d)) for d in devices}
         generations = _session.generations
     for res in checks.all_results():
-        entry = per_device.setdefault(res.key.device, {"kernels": {}, "session": Counters().as_dict(),
-                                                       "last_generation": Counters().as_dict(),
-                                                       "retired": None, "checks": []})
-        entry["checks"].append({"key": res.key.label(), "passed": res.passed, "cosine": res.cosine,
-                                "rel_l2": res.rel_l2, "finite": res.finite})
+        per_device.setdefault(res.key.device, _device_entry())["checks"].append(
+            {"key": res.key.label(), "passed": res.passed, "cosine": res.cosine, "rel_l2": res.rel_l2,
+             "finite": res.finite})
     return {
         "sageattention": {"version": inst.version, "error": inst.error},
         "generations": generations,

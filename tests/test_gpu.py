@@ -78,6 +78,8 @@ def test_key_length_77_is_routed_to_sdpa_by_the_threshold(kernel):
     ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
     cosine, rel_l2, _ = checks.compare(raw, ref)
     record(test="kv77_raw_kernel", kernel=kernel.name, cosine=cosine, rel_l2=rel_l2)
+    if kernel.spec is kernels.SA1_TRITON:  # 1.0.6 is wrong here (H200: relative L2 0.45): the check catches it
+        assert rel_l2 > checks.MAX_REL_L2
 
     model = build_tiny_flux_d128()
     scoped = apply_scope(model, Settings())
