@@ -5,7 +5,7 @@ import logging
 
 from comfy_api.latest import io
 
-from ..patches import DEFAULT_MIN_SEQ_LEN, KERNEL_AUTO, Settings, apply_scope, kernels, stats
+from ..patches import DEFAULT_MIN_SEQ_LEN, KERNEL_AUTO, Settings, apply_scope, kernels, stats, timing
 
 log = logging.getLogger(__name__)
 
@@ -13,14 +13,15 @@ MAX_SEQ_LEN = 1 << 22
 
 
 def scoped_model(model, enabled=True, kernel=KERNEL_AUTO, min_seq_len=DEFAULT_MIN_SEQ_LEN,
-                 first_call_check=True, smooth_k=False):
+                 first_call_check=True, smooth_k=False, routing=timing.ROUTING_MEASURED):
     """What the node does, callable without the node machinery."""
     if not hasattr(getattr(model, "model", None), "diffusion_model") or not hasattr(model, "clone"):
         raise ValueError(
             f"Sage Attention Scope needs a diffusion MODEL (from Load Diffusion Model or Load Checkpoint), "
             f"got {type(model).__name__}. Connect the model output of a loader.")
     settings = Settings(enabled=bool(enabled), kernel=kernel, min_seq_len=int(min_seq_len),
-                        first_call_check=bool(first_call_check), smooth_k=bool(smooth_k))
+                        first_call_check=bool(first_call_check), smooth_k=bool(smooth_k),
+                        routing=routing)
     if settings.enabled:
         device = model.load_device
         resolution = kernels.resolve(settings.kernel, device)
@@ -59,10 +60,16 @@ class SageAttentionScope(io.ComfyNode):
                 io.Boolean.Input("smooth_k", default=False,
                                  tooltip="SageAttention's K smoothing. Off by default: it hurt accuracy on "
                                          "Qwen-Image."),
+                io.Combo.Input("routing", options=list(timing.ROUTINGS), default=timing.ROUTING_MEASURED,
+                               tooltip="measured: time SageAttention against SDPA once per shape and use the "
+                                       "faster (never slower than SDPA). always: every eligible call on "
+                                       "SageAttention."),
             ],
             outputs=[io.Model.Output()],
         )
 
     @classmethod
-    def execute(cls, model, enabled, kernel, min_seq_len, first_call_check, smooth_k=False) -> io.NodeOutput:
-        return io.NodeOutput(scoped_model(model, enabled, kernel, min_seq_len, first_call_check, smooth_k))
+    def execute(cls, model, enabled, kernel, min_seq_len, first_call_check, smooth_k=False,
+                routing=timing.ROUTING_MEASURED) -> io.NodeOutput:
+        return io.NodeOutput(scoped_model(model, enabled, kernel, min_seq_len, first_call_check, smooth_k,
+                                          routing))

@@ -25,6 +25,8 @@ def render(snap: dict) -> str:
             verdict = "passed" if check["passed"] else "FAILED -> SDPA"
             lines.append(f"  check {check['key']}: {verdict} (cosine {check['cosine']:.5f}, "
                          f"rel L2 {check['rel_l2']:.4f})")
+        for measured in info.get("routing", []):
+            lines.append(f"  routing {measured['text']}")
         for title, counts in (("last generation", info["last_generation"]), ("session", info["session"])):
             lines.append(f"  {title}: {counts['sage']} SageAttention, {counts['sdpa_total']} SDPA")
             for reason, n in counts["sdpa"].items():

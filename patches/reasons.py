@@ -23,6 +23,7 @@ class Reason(str, enum.Enum):
     CHECK_FAILED = "check_failed"
     MASK = "mask"
     KERNEL_FAULT = "kernel_fault"
+    MEASURED_SLOWER = "measured_slower"
 
     @property
     def label(self) -> str:
@@ -45,5 +46,6 @@ _LABELS = {
     Reason.CHECK_FAILED: "first-call check against SDPA failed",
     Reason.MASK: "attention mask given",
     Reason.KERNEL_FAULT: "kernel raised or returned a bad result",
+    Reason.MEASURED_SLOWER: "SageAttention measured slower than SDPA for this shape",
 }
 assert set(_LABELS) == set(Reason)

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from . import checks, faults, kernels, stats
+from . import checks, faults, kernels, stats, timing
 from .eligibility import AttentionCall, FamilyRule, KernelTraits, mask_masks_nothing, static_reason
 from .faults import Fault
 from .reasons import Reason
@@ -128,14 +128,26 @@ class AttentionRouter:
             if not mask_masks_nothing(call.mask):
                 return Reason.MASK
             counters.masks_dropped += 1
-        return kernel, key
+        bucket = None
+        if settings.routing == timing.ROUTING_MEASURED:
+            bucket = timing.bucket_key(device, kernel.name, key.dtype, call.head_dim, call.q_len, call.kv_len)
+            measured = timing.decision(bucket)
+            if measured is not None:
+                if not measured.use_sage:
+                    return Reason.MEASURED_SLOWER
+                bucket = None  # decided for SageAttention: nothing more to do
+        return kernel, key, bucket
 
     def _run_kernel(self, chosen, call: AttentionCall, device: str, func, args, kwargs,
                     counters: stats.Counters, generation: stats.Generation):
-        kernel, key = chosen
+        kernel, key, bucket = chosen
         q, k, v = call.kernel_views()
+
+        def run_sage():
+            return kernel.run(q, k, v, layout=call.layout, sm_scale=call.scale, smooth_k=self.settings.smooth_k)
+
         try:
-            out = kernel.run(q, k, v, layout=call.layout, sm_scale=call.scale, smooth_k=self.settings.smooth_k)
+            out = run_sage()
             if not isinstance(out, torch.Tensor) or tuple(out.shape) != call.expected_kernel_shape():
                 raise _WrongShape(f"{kernel.name} returned {getattr(out, 'shape', type(out).__name__)}, "
                                   f"expected {call.expected_kernel_shape()}")
@@ -156,6 +168,16 @@ class AttentionRouter:
                             "session.", verdict.describe(), key.label())
                 return reference
             log.info("SageAttention first-call check %s for %s", verdict.describe(), key.label())
+        if bucket is not None:
+            try:
+                measured = timing.measure(bucket, run_sage, lambda: func(*args, **kwargs), call.device)
+            except Exception as exc:  # noqa: BLE001 - the kernel failed while being timed
+                self._on_fault(exc, kernel, device, counters, generation)
+                return self.call_through(func, args, kwargs)
+            log.info("Sage Attention Scope measured %s", measured.describe())
+            if not measured.use_sage:
+                counters.sdpa[Reason.MEASURED_SLOWER] += 1
+                return self.call_through(func, args, kwargs)
         counters.sage += 1
         return result
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from .timing import ROUTING_MEASURED, ROUTINGS
+
 # Calls whose query or key sequence is shorter than this stay on SDPA.
 # From the H200 crossover sweep (docs/sage-attention.md, "Thresholds"): SageAttention 2's
 # sm90 kernel reaches SDPA (within 5%) from 12k tokens at head size 128 and is faster above
@@ -22,6 +24,7 @@ class Settings:
     min_seq_len: int = DEFAULT_MIN_SEQ_LEN
     first_call_check: bool = True
     smooth_k: bool = False
+    routing: str = ROUTING_MEASURED
 
     def __post_init__(self):
         if isinstance(self.min_seq_len, bool) or not isinstance(self.min_seq_len, int):
@@ -33,3 +36,5 @@ class Settings:
             )
         if not isinstance(self.kernel, str) or not self.kernel:
             raise ValueError(f"kernel must be 'auto' or a kernel name, got {self.kernel!r}")
+        if self.routing not in ROUTINGS:
+            raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}, got {self.routing!r}")

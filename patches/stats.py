@@ -12,7 +12,7 @@ import logging
 import threading
 from typing import Any
 
-from . import checks, kernels
+from . import checks, kernels, timing
 from .faults import TRITON_RETIRE_AFTER
 from .reasons import Reason
 
@@ -156,6 +156,7 @@ def _device_entry(counters: Counters | None = None, last: Counters | None = None
         "last_generation": (last or Counters()).as_dict(),
         "retired": health.retired if health else None,
         "checks": [],
+        "routing": [],
     }
 
 
@@ -167,6 +168,10 @@ def snapshot() -> dict[str, Any]:
         per_device = {d: _device_entry(_session.devices.get(d), _session.last_generation.get(d),
                                        _session.health.get(d), _session.kernel_lines.get(d)) for d in devices}
         generations = _session.generations
+    for measured in timing.all_decisions():
+        per_device.setdefault(measured.key.device, _device_entry())["routing"].append(
+            {"bucket": measured.key.label(), "kernel": measured.key.kernel, "sage_ms": measured.sage_ms,
+             "sdpa_ms": measured.sdpa_ms, "use_sage": measured.use_sage, "text": measured.describe()})
     for res in checks.all_results():
         per_device.setdefault(res.key.device, _device_entry())["checks"].append(
             {"key": res.key.label(), "passed": res.passed, "cosine": res.cosine, "rel_l2": res.rel_l2,
@@ -184,6 +189,7 @@ def reset_session() -> None:
     global _session
     _session = _Session()
     checks.reset()
+    timing.reset()
 
 
 def reset_counters() -> None:

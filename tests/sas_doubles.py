@@ -82,3 +82,29 @@ def smoothing_in_place(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=N
     if smooth_k:
         k -= k.mean(dim=2 if tensor_layout == "HND" else 1, keepdim=True)
     return reference_attention(q, k, v, tensor_layout=tensor_layout, sm_scale=sm_scale)
+
+
+class FakeClock:
+    """A deterministic clock for measured routing: each arm takes the milliseconds given.
+    ``run_arms`` also calls the arm once, so a raising kernel raises while being timed."""
+
+    def __init__(self, sage_ms=1.0, sdpa_ms=2.0, run_arms=False):
+        self.ms = {"sage": sage_ms, "sdpa": sdpa_ms}
+        self.run_arms = run_arms
+        self.timed: list[str] = []
+
+    def __call__(self, arm, fn, device):
+        self.timed.append(arm)
+        if self.run_arms:
+            fn()
+        return self.ms[arm]
+
+
+@contextlib.contextmanager
+def clock(fake):
+    from sage_attention_scope.patches import timing
+    previous = timing.use_clock(fake)
+    try:
+        yield fake
+    finally:
+        timing.use_clock(previous)

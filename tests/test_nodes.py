@@ -27,7 +27,8 @@ def test_comfyui_loads_the_pack_as_a_custom_node():
 def test_scope_node_schema():
     info = SageAttentionScope.GET_NODE_INFO_V1()
     required = info["input"]["required"]
-    assert list(required) == ["model", "enabled", "kernel", "min_seq_len", "first_call_check", "smooth_k"]
+    assert list(required) == ["model", "enabled", "kernel", "min_seq_len", "first_call_check", "smooth_k",
+                              "routing"]
     assert required["min_seq_len"][1]["default"] == DEFAULT_MIN_SEQ_LEN and required["min_seq_len"][1]["min"] == 1
     options = required["kernel"][1]["options"]
     assert options[0] == "auto" and "qk_int8_pv_fp8_cuda_sm90" in options and "sageattn_1x_triton" in options

@@ -1,0 +1,157 @@
+"""Measured routing: per shape bucket, time SageAttention against SDPA once, keep the faster.
+
+On an H200, PyPI sageattention 1.0.6 is slower than SDPA at every shape and SageAttention 2
+is faster only on long sequences (docs/sage-attention.md), so which side wins depends on the
+GPU, the kernel and the shape. The router asks ``decision(key)`` on every call (one dict
+lookup); the first call of a bucket without a decision is timed both ways here.
+
+A bucket is device x kernel x dtype x head size x (query, key) lengths rounded up to a power
+of two. A few repetitions of each arm (CUDA events, one synchronise per arm) cost a few
+milliseconds per bucket; a diffusion model has one to three buckets.
+"""
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from typing import Callable, Optional, Protocol
+
+import torch
+
+ROUTING_MEASURED = "measured"
+ROUTING_ALWAYS = "always"
+ROUTINGS = (ROUTING_MEASURED, ROUTING_ALWAYS)
+
+WARMUP = 1
+REPEATS = 3
+# SageAttention must beat SDPA by more than this to take a bucket: a near-tie goes to SDPA,
+# the exact kernel.
+TIE_MARGIN = 0.03
+
+
+@dataclasses.dataclass(frozen=True)
+class BucketKey:
+    device: str
+    kernel: str
+    dtype: str
+    head_dim: int
+    q_bucket: int
+    kv_bucket: int
+
+    def label(self) -> str:
+        return f"{self.device} {_tokens(self.q_bucket)}x{_tokens(self.kv_bucket)} tokens, {self.dtype} d{self.head_dim}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    key: BucketKey
+    sage_ms: Optional[float]  # None: the kernel failed while being timed
+    sdpa_ms: float
+
+    @property
+    def use_sage(self) -> bool:
+        return self.sage_ms is not None and self.sage_ms * (1.0 + TIE_MARGIN) < self.sdpa_ms
+
+    def describe(self) -> str:
+        winner = "Sage" if self.use_sage else "SDPA"
+        sage = "failed" if self.sage_ms is None else f"{self.sage_ms:.3f} ms"
+        return f"{self.key.label()}: Sage {sage} vs SDPA {self.sdpa_ms:.3f} ms -> {winner}"
+
+
+def bucket(length: int) -> int:
+    """The power of two at or above ``length``."""
+    return 1 << max(0, int(length) - 1).bit_length()
+
+
+def bucket_key(device: str, kernel: str, dtype: str, head_dim: int, q_len: int, kv_len: int) -> BucketKey:
+    return BucketKey(device, kernel, dtype, head_dim, bucket(q_len), bucket(kv_len))
+
+
+ARM_SAGE = "sage"
+ARM_SDPA = "sdpa"
+
+
+class Clock(Protocol):
+    def __call__(self, arm: str, fn: Callable[[], object], device: torch.device) -> float:
+        """Milliseconds one call of ``fn`` (the ``arm``) takes, median of a few."""
+
+
+def event_clock(arm: str, fn: Callable[[], object], device: torch.device) -> float:
+    """CUDA events on a CUDA device, the wall clock elsewhere; median of REPEATS after WARMUP."""
+    for _ in range(WARMUP):
+        fn()
+    times = []
+    if device.type == "cuda":
+        with torch.cuda.device(device):
+            stream = torch.cuda.current_stream()
+            stream.synchronize()
+            events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                      for _ in range(REPEATS)]
+            for start, end in events:
+                start.record(stream)
+                fn()
+                end.record(stream)
+            end.synchronize()
+            times = [start.elapsed_time(end) for start, end in events]
+    else:
+        for _ in range(REPEATS):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+    return sorted(times)[len(times) // 2]
+
+
+class _Decisions:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.by_key: dict[BucketKey, Decision] = {}
+        self.clock: Clock = event_clock
+
+
+_state = _Decisions()
+
+
+def decision(key: BucketKey) -> Optional[Decision]:
+    return _state.by_key.get(key)
+
+
+def measure(key: BucketKey, run_sage: Callable[[], object], run_sdpa: Callable[[], object],
+            device: torch.device) -> Decision:
+    """Times both arms and keeps the decision for the session. An arm that raises never wins:
+    a failing SageAttention gives ``sage_ms=None``; a failing SDPA propagates (it is the path
+    ComfyUI would have taken anyway)."""
+    clock = _state.clock
+    sdpa_ms = clock(ARM_SDPA, run_sdpa, device)
+    try:
+        sage_ms = clock(ARM_SAGE, run_sage, device)
+    except Exception:  # noqa: BLE001 - a failing arm loses; the caller counts the fault
+        _keep(Decision(key, None, sdpa_ms))
+        raise
+    result = Decision(key, sage_ms, sdpa_ms)
+    _keep(result)
+    return result
+
+
+def _keep(result: Decision) -> None:
+    with _state.lock:
+        _state.by_key.setdefault(result.key, result)
+
+
+def all_decisions() -> list[Decision]:
+    with _state.lock:
+        return list(_state.by_key.values())
+
+
+def use_clock(clock: Clock) -> Clock:
+    """Replaces the clock (tests pass a fake one); returns the previous clock."""
+    previous, _state.clock = _state.clock, clock
+    return previous
+
+
+def reset() -> None:
+    with _state.lock:
+        _state.by_key.clear()
+
+
+def _tokens(n: int) -> str:
+    return f"{n // 1024}k" if n >= 1024 and n % 1024 == 0 else str(n)

@@ -1,0 +1,107 @@
+"""Measured routing with a fake clock: a bucket goes to the faster arm, ties go to SDPA, a
+failing SageAttention never wins, and the decision holds for the session."""
+import pytest
+import torch
+
+from sage_attention_scope.patches import Reason, Settings, apply_scope, stats, timing
+from sage_attention_scope.nodes.status import render
+from sas_doubles import FakeClock, RecordingKernel, clock, make_kernel, raising, reference_attention, registered
+from sas_models import tiny_flux
+from sas_scope import attention, hnd, in_scope, last_generation
+
+MEASURED = Settings(kernel="double", min_seq_len=8)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return tiny_flux()
+
+
+def calls(model, settings, shapes, fake, kernel=None):
+    """One generation making one call per (n, d) in ``shapes``; returns the kernel's calls."""
+    kernel = kernel or RecordingKernel()
+    with registered(make_kernel("double", kernel)), clock(fake):
+        scoped = apply_scope(model, settings)
+
+        def generation():
+            for n, d in shapes:
+                q, k, v = hnd(n=n, d=d)
+                attention(scoped, q, k, v, 2, skip_reshape=True)
+        in_scope(scoped, generation)
+    return kernel.calls
+
+
+@pytest.mark.parametrize("sage_ms, sdpa_ms, on_sage", [
+    (1.0, 2.0, True),     # SageAttention faster
+    (3.0, 2.0, False),    # SDPA faster
+    (2.0, 2.0, False),    # a tie goes to SDPA
+    (1.99, 2.0, False),   # within the tie margin
+])
+def test_bucket_goes_to_the_faster_arm(model, sage_ms, sdpa_ms, on_sage):
+    fake = FakeClock(sage_ms, sdpa_ms)
+    calls(model, MEASURED, [(32, 64)] * 3, fake)
+    counts = last_generation()
+    assert counts["sage"] == (3 if on_sage else 0)
+    assert counts["sdpa"] == ({} if on_sage else {Reason.MEASURED_SLOWER.value: 3})
+    assert fake.timed == ["sdpa", "sage"], "timed once per bucket, not per call"
+
+
+def test_output_is_sdpa_when_sdpa_wins(model):
+    import comfy.ldm.modules.attention as comfy_attention
+    q, k, v = hnd(n=32)
+    with registered(make_kernel("double", RecordingKernel())), clock(FakeClock(5.0, 1.0)):
+        scoped = apply_scope(model, MEASURED)
+        outs = in_scope(scoped, lambda: [attention(scoped, q, k, v, 2, skip_reshape=True) for _ in range(2)])
+    plain = comfy_attention.optimized_attention(q, k, v, 2, skip_reshape=True)
+    assert all(torch.equal(out, plain) for out in outs)
+
+
+def test_buckets_are_powers_of_two_per_head_size(model):
+    fake = FakeClock(1.0, 2.0)
+    calls(model, MEASURED, [(33, 64), (60, 64), (64, 64), (65, 64), (40, 32)], fake)
+    buckets = sorted((d.key.q_bucket, d.key.head_dim) for d in timing.all_decisions())
+    assert buckets == [(64, 32), (64, 64), (128, 64)]
+    assert timing.bucket(1) == 1 and timing.bucket(4096) == 4096 and timing.bucket(4097) == 8192
+
+
+def test_a_failing_kernel_never_wins(model):
+    """The kernel answers the call, then raises when the clock runs it: SDPA takes the bucket."""
+    fake = FakeClock(0.001, 100.0, run_arms=True)
+    boom = raising(lambda: RuntimeError("boom while timed"))
+    failing = RecordingKernel(lambda q, k, v, **kw: (reference_attention if not failing.calls[1:] else boom)(q, k, v, **kw))
+    with registered(make_kernel("double", failing)), clock(fake):
+        scoped = apply_scope(model, Settings(kernel="double", min_seq_len=8, first_call_check=False))
+        q, k, v = hnd(n=32)
+        in_scope(scoped, lambda: attention(scoped, q, k, v, 2, skip_reshape=True))
+    (decision,) = timing.all_decisions()
+    assert decision.sage_ms is None and not decision.use_sage
+    assert last_generation()["sdpa"] == {Reason.KERNEL_FAULT.value: 1}
+
+
+def test_decision_holds_for_the_session_and_always_skips_timing(model):
+    fake = FakeClock(3.0, 2.0)
+    calls(model, MEASURED, [(32, 64)], fake)
+    calls(model, MEASURED, [(32, 64)], fake)
+    assert fake.timed == ["sdpa", "sage"]
+    assert stats.snapshot()["devices"]["cpu"]["session"]["sdpa"] == {Reason.MEASURED_SLOWER.value: 2}
+    always = FakeClock(3.0, 2.0)
+    assert len(calls(model, Settings(kernel="double", min_seq_len=8, routing="always"), [(32, 64)], always)) == 1
+    assert always.timed == [] and last_generation()["sage"] == 1
+
+
+def test_status_shows_the_decisions(model):
+    calls(model, MEASURED, [(32, 64)], FakeClock(4.6, 5.6))
+    snap = stats.snapshot()
+    (routing,) = snap["devices"]["cpu"]["routing"]
+    assert routing["use_sage"] and routing["sage_ms"] == 4.6
+    assert "cpu 32x32 tokens, float32 d64: Sage 4.600 ms vs SDPA 5.600 ms -> Sage" in render(snap)
+
+
+def test_routing_setting_is_validated():
+    with pytest.raises(ValueError, match="routing must be one of measured, always"):
+        Settings(routing="fastest")
+
+
+def test_event_clock_times_on_cpu():
+    ms = timing.event_clock("sdpa", lambda: torch.ones(8).sum(), torch.device("cpu"))
+    assert ms >= 0.0
