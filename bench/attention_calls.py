@@ -41,6 +41,8 @@ SHAPES = [
     ("SDXL 2048² level 1", 2, 10, 16384, 16384, 64),
     ("SDXL cross-attn", 2, 10, 4096, 77, 64),
 ]
+# Sequence-length sweep at FLUX's head layout, for the speed-up plot.
+SWEEP = [(f"sweep {n}", 1, 24, n, n, 128) for n in (1024, 2048, 4096, 8192, 12288, 16384, 24576, 32768)]
 SMALL_SHAPES = [("small self-attn", 1, 2, 256, 256, 64), ("small cross-attn", 1, 2, 256, 77, 64)]
 
 
@@ -126,7 +128,10 @@ def measure(shapes, device, dtype) -> list[dict]:
                 out = kernel.run(q, k, v, layout="HND", sm_scale=None, smooth_k=False)
                 return out.transpose(1, 2).reshape(b, nq, h * d)
             arm(kernel.name, direct)
-            for label, settings in (("routed", Settings()), ("always", Settings(min_seq_len=1))):
+            # routed: the node's defaults (threshold, then measured); measured: timing alone decides;
+            # always: every call on the kernel, so always/direct is the router's own overhead.
+            for label, settings in (("routed", Settings()), ("measured", Settings(min_seq_len=1)),
+                                    ("always", Settings(min_seq_len=1, routing="always"))):
                 router = AttentionRouter(dataclasses.replace(settings, first_call_check=False))
                 options = {"optimized_attention_override": router}
                 arm(f"{label} ({kernel.name})", None, scoped=(router, lambda o=options: comfy_call(q, k, v, h, o)))
@@ -150,6 +155,33 @@ def to_markdown(info: dict, rows: list[dict]) -> str:
     return head + "\n".join(lines) + "\n"
 
 
+def plot(rows: list[dict], info: dict, path: Path) -> bool:
+    """Speed-up over default SDPA against sequence length, one line per arm; False without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    sweep = [r for r in rows if r["shape"].startswith("sweep")]
+    if not sweep:
+        return False
+    fig, ax = plt.subplots(figsize=(7, 4))
+    lengths = [r["dims"][2] for r in sweep]
+    for arm in [a for a in sweep[0] if a not in ("shape", "dims", "sdpa")]:
+        ax.plot(lengths, [r["sdpa"]["ms"] / r[arm]["ms"] for r in sweep], marker="o", label=arm)
+    ax.axhline(1.0, color="grey", linewidth=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("sequence length (B=1, H=24, D=128)")
+    ax.set_ylabel("speed-up over default SDPA")
+    ax.set_title(f"{info['device']}, torch {info['torch']}, sageattention {info['sageattention']}", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", action="store_true", help="tiny shapes, any device (CI)")
@@ -159,13 +191,14 @@ def main(argv=None):
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     info = versions()
     print(" | ".join(f"{k} {v}" for k, v in info.items()), flush=True)
-    rows = measure(SMALL_SHAPES if args.small else SHAPES, device, dtype)
+    rows = measure(SMALL_SHAPES if args.small else SHAPES + SWEEP, device, dtype)
     table = to_markdown(info, rows)
     print(table)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "attention_calls.md").write_text(table)
         (args.out / "attention_calls.json").write_text(json.dumps({"info": info, "rows": rows}, indent=1))
+        plot(rows, info, args.out / "attention_speedup.png")
     return rows
 
 

@@ -16,7 +16,7 @@ TINY_FLUX_TXT_TOKENS = 5
 DEVICE = str(comfy.model_management.get_torch_device())
 
 
-def build(supported_cls, unet_config: dict, dtype=torch.float32, seed: int = 0, device=None):
+def build(supported_cls, unet_config: dict, dtype=torch.float32, seed: int = 0, device=None, std=0.2):
     """A ModelPatcher around a random-weight model of ``supported_cls`` (e.g. supported_models.Flux)."""
     torch.manual_seed(seed)
     config = supported_cls(dict(unet_config))
@@ -25,7 +25,7 @@ def build(supported_cls, unet_config: dict, dtype=torch.float32, seed: int = 0, 
     device = device or comfy.model_management.get_torch_device()
     with torch.no_grad():
         for p in model.parameters():
-            p.normal_(0, 0.2)
+            p.normal_(0, std)
     return comfy.model_patcher.ModelPatcher(model, load_device=device,
                                             offload_device=comfy.model_management.unet_offload_device())
 
@@ -34,10 +34,10 @@ def tiny_flux(**overrides):
     return build(comfy.supported_models.Flux, {**TINY_FLUX, **overrides})
 
 
-def flux_conditioning(batch=1, tokens=TINY_FLUX_TXT_TOKENS, seed=1):
+def flux_conditioning(batch=1, tokens=TINY_FLUX_TXT_TOKENS, seed=1, context_dim=32, pooled_dim=32):
     g = torch.Generator().manual_seed(seed)
-    return [[torch.randn(batch, tokens, 32, generator=g),
-             {"pooled_output": torch.randn(batch, 32, generator=g), "guidance": 3.5}]]
+    return [[torch.randn(batch, tokens, context_dim, generator=g),
+             {"pooled_output": torch.randn(batch, pooled_dim, generator=g), "guidance": 3.5}]]
 
 
 def sample(model_patcher, positive, negative=None, *, latent_hw=(8, 8), channels=16, steps=1, cfg=1.0,

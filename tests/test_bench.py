@@ -12,3 +12,12 @@ def test_small_benchmark_runs_and_writes_its_table(tmp_path):
     assert [r["shape"] for r in rows] == [s[0] for s in bench.SMALL_SHAPES]
     assert all(r["sdpa"]["rel_l2"] < 1e-2 for r in rows)  # fp32 on a CPU, bf16 on a GPU
     assert "| small self-attn" in (tmp_path / "attention_calls.md").read_text()
+
+
+def test_small_model_steps_benchmark_runs(tmp_path):
+    spec = importlib.util.spec_from_file_location("sas_bench_model_steps", ROOT / "bench" / "model_steps.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    results = bench.main(["--small", "--steps", "2", "--out", str(tmp_path)])
+    assert results["sdpa"]["rel_l2_vs_sdpa"] == 0.0
+    assert "| routed |" in (tmp_path / "model_steps.md").read_text()
