@@ -40,7 +40,7 @@ def calls(model, settings, shapes, fake, kernel=None):
 def test_bucket_goes_to_the_faster_arm(model, sage_ms, sdpa_ms, on_sage):
     fake = FakeClock(sage_ms, sdpa_ms)
     calls(model, MEASURED, [(32, 64)] * 3, fake)
-    counts = last_generation()
+    counts = last_generation("cpu")
     assert counts["sage"] == (3 if on_sage else 0)
     assert counts["sdpa"] == ({} if on_sage else {Reason.MEASURED_SLOWER.value: 3})
     assert fake.timed == ["sdpa", "sage"], "timed once per bucket, not per call"
@@ -75,7 +75,7 @@ def test_a_failing_kernel_never_wins(model):
         in_scope(scoped, lambda: attention(scoped, q, k, v, 2, skip_reshape=True))
     (decision,) = timing.all_decisions()
     assert decision.sage_ms is None and not decision.use_sage
-    assert last_generation()["sdpa"] == {Reason.KERNEL_FAULT.value: 1}
+    assert last_generation("cpu")["sdpa"] == {Reason.KERNEL_FAULT.value: 1}
 
 
 def test_decision_holds_for_the_session_and_always_skips_timing(model):
@@ -86,7 +86,7 @@ def test_decision_holds_for_the_session_and_always_skips_timing(model):
     assert stats.snapshot()["devices"]["cpu"]["session"]["sdpa"] == {Reason.MEASURED_SLOWER.value: 2}
     always = FakeClock(3.0, 2.0)
     assert len(calls(model, Settings(kernel="double", min_seq_len=8, routing="always"), [(32, 64)], always)) == 1
-    assert always.timed == [] and last_generation()["sage"] == 1
+    assert always.timed == [] and last_generation("cpu")["sage"] == 1
 
 
 def test_status_shows_the_decisions(model):
