@@ -170,7 +170,7 @@ class AttentionRouter:
             log.info("SageAttention first-call check %s for %s", verdict.describe(), key.label())
         if bucket is not None:
             try:
-                measured = timing.measure(bucket, run_sage, lambda: func(*args, **kwargs), call.device)
+                measured = timing.measure(bucket, run_sage, lambda: self.call_through(func, args, kwargs), call.device)
             except Exception as exc:  # noqa: BLE001 - the kernel failed while being timed
                 self._on_fault(exc, kernel, device, counters, generation)
                 return self.call_through(func, args, kwargs)
