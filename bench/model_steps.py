@@ -29,7 +29,7 @@ import torch  # noqa: E402
 import comfy.supported_models  # noqa: E402
 
 from sage_attention_scope.nodes.scope import scoped_model  # noqa: E402
-from sage_attention_scope.patches import stats  # noqa: E402
+from sage_attention_scope.patches import kernels, stats  # noqa: E402
 from sas_models import TINY_FLUX, build, flux_conditioning, sample  # noqa: E402
 
 # FLUX.1-dev's widths (hidden 3072, 24 heads of 128, T5 4096, CLIP-L 768); 2 + 4 blocks of 19 + 38.
@@ -92,7 +92,7 @@ def main(argv=None):
     header = (f"FLUX.1 (width 3072, 24×128 heads, depth {config['depth']}+{config['depth_single_blocks']} of 19+38), "
               f"latent {latent_hw[0] * 8}×{latent_hw[1] * 8}, {args.steps} euler steps, {dtype}; "
               f"device {torch.cuda.get_device_name(0) if cuda else 'CPU'}, torch {torch.__version__}, "
-              f"sageattention {stats.kernels.installed().version}")
+              f"sageattention {kernels.installed().version}")
     lines = [header, "", "| arm | ms/step | × SDPA | peak MiB | final latent rel L2 vs SDPA | calls Sage/SDPA (last gen) |",
              "|---|---|---|---|---|---|"]
     for name, r in results.items():

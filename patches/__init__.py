@@ -7,6 +7,7 @@ from .stats import reset_counters, reset_session, snapshot
 from .timing import ROUTING_ALWAYS, ROUTING_MEASURED
 
 __all__ = [
-    "DEFAULT_MIN_SEQ_LEN", "ROUTING_ALWAYS", "ROUTING_MEASURED", "KERNEL_AUTO", "MAX_REL_L2", "MIN_COSINE", "Reason", "Settings",
+    "DEFAULT_MIN_SEQ_LEN", "KERNEL_AUTO", "MAX_REL_L2", "MIN_COSINE", "ROUTING_ALWAYS", "ROUTING_MEASURED",
+    "Reason", "Settings",
     "apply_scope", "reset_counters", "reset_session", "router_of", "snapshot",
 ]
