@@ -5,7 +5,7 @@ import logging
 
 from comfy_api.latest import io
 
-from ..patches import DEFAULT_MIN_SEQ_LEN, KERNEL_AUTO, Settings, apply_scope, kernels, stats, timing
+from ..patches import DEFAULT_MIN_SEQ_LEN, KERNEL_AUTO, Settings, kernels, scope_for_family, stats, timing
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ def scoped_model(model, enabled=True, kernel=KERNEL_AUTO, min_seq_len=DEFAULT_MI
                 log.warning("Sage Attention Scope passes the model through unchanged on %s: %s",
                             device, resolution.why)
             return model
-    return apply_scope(model, settings)
+    return scope_for_family(model, settings)[0]
 
 
 class SageAttentionScope(io.ComfyNode):

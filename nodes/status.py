@@ -13,6 +13,8 @@ def render(snap: dict) -> str:
     sa = snap["sageattention"]
     lines = [f"SageAttention {sa['version']}" if sa["version"] and not sa["error"] else
              (sa["error"] or "SageAttention not installed: pip install sageattention")]
+    for model in snap.get("models", []):
+        lines.append(f"model {model['model']}: " + ("scoped" if model["scoped"] else "passed through unchanged"))
     if not snap["devices"]:
         lines.append("No scoped model has sampled yet in this session.")
     for device, info in snap["devices"].items():

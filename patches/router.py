@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from . import checks, faults, kernels, stats, timing
+from . import checks, controlnets, faults, kernels, stats, timing
 from .eligibility import AttentionCall, FamilyRule, KernelTraits, mask_masks_nothing, static_reason
 from .faults import Fault
 from .reasons import Reason
@@ -24,11 +24,14 @@ from .settings import Settings
 
 log = logging.getLogger(__name__)
 
+OVERRIDE_KEY = "optimized_attention_override"
+
 
 @dataclasses.dataclass(frozen=True)
 class ActiveScope:
     router: "AttentionRouter"
     generation: stats.Generation
+    hooks: dict = dataclasses.field(default_factory=dict)  # id(ControlNet model) -> hook handles
 
 
 _active: contextvars.ContextVar[Optional[ActiveScope]] = contextvars.ContextVar("sage_attention_scope", default=None)
@@ -46,30 +49,33 @@ class AttentionRouter:
     """One per scoped model patcher. Immutable apart from what it has logged; shared, not
     copied, when ComfyUI deep-copies model options (``__deepcopy__``)."""
 
-    def __init__(self, settings: Settings, previous: Callable | None = None,
-                 family_name: str | None = None, family_rule: FamilyRule | None = None):
+    def __init__(self, settings: Settings, previous: Callable | None = None, family=None):
         self.settings = settings
         self.previous = previous
-        self.family_name = family_name
-        self.family_rule = family_rule
+        self.family = family  # a families.Family, or None (engine tests)
+        self.family_rule: FamilyRule | None = getattr(family, "rule", None)
         self._announced: set[tuple[str, str]] = set()
 
     def __deepcopy__(self, memo):
         return self
 
     def __repr__(self):
-        return f"AttentionRouter({self.settings}, family={self.family_name!r})"
+        return f"AttentionRouter({self.settings}, family={getattr(self.family, 'name', None)!r})"
 
     # -- the scope boundary: ModelPatcher wrappers ------------------------------------------
 
     def outer_sample_wrapper(self, executor, *args, **kwargs):
         """Around a whole sampling run: one generation."""
-        generation = stats.begin_generation(self.family_name or "")
-        token = _active.set(ActiveScope(self, generation))
+        generation = stats.begin_generation(getattr(self.family, "name", ""))
+        scope = ActiveScope(self, generation)
+        token = _active.set(scope)
         try:
             return executor(*args, **kwargs)
         finally:
             _active.reset(token)
+            for handles in scope.hooks.values():
+                for handle in handles:
+                    handle.remove()
             stats.end_generation(generation)
 
     def diffusion_model_wrapper(self, executor, *args, **kwargs):
@@ -78,6 +84,15 @@ class AttentionRouter:
         if active is not None and active.router is self:
             return executor(*args, **kwargs)
         return self.outer_sample_wrapper(executor, *args, **kwargs)
+
+    def calc_cond_batch_wrapper(self, executor, model, conds, x_in, timestep, model_options, *args, **kwargs):
+        """Once per step: ControlNets that run in this step get the scope's override."""
+        active = _active.get()
+        if active is not None and active.router is self and getattr(self.family, "scope_controlnets", False):
+            for control_model in controlnets.control_models(conds):
+                if id(control_model) not in active.hooks:
+                    active.hooks[id(control_model)] = controlnets.hand_override(control_model, {OVERRIDE_KEY: self})
+        return executor(model, conds, x_in, timestep, model_options, *args, **kwargs)
 
     # -- the override ------------------------------------------------------------------------
 

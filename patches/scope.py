@@ -3,21 +3,33 @@ from __future__ import annotations
 
 import logging
 
-from .router import AttentionRouter
+from . import families, stats
+from .router import OVERRIDE_KEY, AttentionRouter
 from .settings import Settings
 
 log = logging.getLogger(__name__)
 
 WRAPPER_KEY = "sage_attention_scope"
-OVERRIDE_KEY = "optimized_attention_override"
 
 
-def apply_scope(model_patcher, settings: Settings, family_name: str | None = None, family_rule=None):
+def scope_for_family(model_patcher, settings: Settings):
+    """The scoped clone for a recognised family, or ``model_patcher`` itself, unchanged, for any
+    other model (said once at INFO and in the status). Returns (model, Recognition)."""
+    found = families.recognise(model_patcher)
+    stats.note_model(found.message, scoped=found.opens)
+    if not found.opens:
+        if stats.first_time("model", found.message):
+            log.info("Sage Attention Scope passes the model through unchanged: %s", found.message)
+        return model_patcher, found
+    return apply_scope(model_patcher, settings, found.family), found
+
+
+def apply_scope(model_patcher, settings: Settings, family=None):
     """Returns a clone of ``model_patcher`` whose sampling runs inside the scope.
 
     The clone gets (1) the router at ``transformer_options[OVERRIDE_KEY]`` and (2) OUTER_SAMPLE
-    and DIFFUSION_MODEL wrappers that open the scope; outside them the router only calls
-    through. An override that was already there keeps serving every call the router declines;
+    and DIFFUSION_MODEL wrappers that open the scope (and a CALC_COND_BATCH one that brings the
+    family's ControlNets in); outside them the router only calls through. An override that was already there keeps serving every call the router declines;
     a router from an earlier Scope node is replaced, not stacked.
     """
     import comfy.patcher_extension as ext  # ComfyUI's own; imported late so the pack loads anywhere
@@ -30,9 +42,10 @@ def apply_scope(model_patcher, settings: Settings, family_name: str | None = Non
     elif previous is not None:
         log.info("Sage Attention Scope: another attention override (%s) is on this model; calls the scope "
                  "does not take still go through it.", getattr(previous, "__qualname__", type(previous).__name__))
-    router = AttentionRouter(settings, previous, family_name, family_rule)
+    router = AttentionRouter(settings, previous, family)
     options[OVERRIDE_KEY] = router
     for kind, wrapper in ((ext.WrappersMP.OUTER_SAMPLE, router.outer_sample_wrapper),
+                          (ext.WrappersMP.CALC_COND_BATCH, router.calc_cond_batch_wrapper),
                           (ext.WrappersMP.DIFFUSION_MODEL, router.diffusion_model_wrapper)):
         patched.remove_wrappers_with_key(kind, WRAPPER_KEY)
         patched.add_wrapper_with_key(kind, WRAPPER_KEY, wrapper)

@@ -78,6 +78,7 @@ class _Session:
         self.devices: dict[str, Counters] = collections.defaultdict(Counters)
         self.health: dict[str, DeviceHealth] = collections.defaultdict(DeviceHealth)
         self.kernel_lines: dict[str, dict[str, str]] = {}
+        self.models: dict[str, bool] = {}  # what the Scope node recognised -> whether it opened
         self.last_generation: dict[str, Counters] = {}
         self.generations = 0
         self.logged: set[tuple] = set()
@@ -139,6 +140,12 @@ def set_kernel_line(device: str, kernel_choice: str, line: dict[str, str]) -> No
         _session.kernel_lines.setdefault(device, {})[kernel_choice] = line
 
 
+def note_model(message: str, scoped: bool) -> None:
+    """What a Scope node made of its model ("FLUX.1 (Flux)", "SD1.5 is not supported: ...")."""
+    with _session.lock:
+        _session.models[message] = scoped
+
+
 def first_time(*key) -> bool:
     """True the first time ``key`` is seen this session: for log-once messages."""
     with _session.lock:
@@ -168,6 +175,7 @@ def snapshot() -> dict[str, Any]:
         per_device = {d: _device_entry(_session.devices.get(d), _session.last_generation.get(d),
                                        _session.health.get(d), _session.kernel_lines.get(d)) for d in devices}
         generations = _session.generations
+        models = [{"model": message, "scoped": scoped} for message, scoped in _session.models.items()]
     for measured in timing.all_decisions():
         per_device.setdefault(measured.key.device, _device_entry())["routing"].append(
             {"bucket": measured.key.label(), "kernel": measured.key.kernel, "sage_ms": measured.sage_ms,
@@ -179,6 +187,7 @@ def snapshot() -> dict[str, Any]:
     return {
         "sageattention": {"version": inst.version, "error": inst.error},
         "generations": generations,
+        "models": models,
         "devices": per_device,
         "thresholds": {"min_cosine": checks.MIN_COSINE, "max_rel_l2": checks.MAX_REL_L2},
     }

@@ -16,6 +16,30 @@ TINY_FLUX_TXT_TOKENS = 5
 DEVICE = str(comfy.model_management.get_torch_device())
 
 
+# Tiny configs of the other families, shaped like ComfyUI's model_detection output.
+TINY_FLUX2 = dict(image_model="flux2", in_channels=128, out_channels=128, vec_in_dim=None, context_in_dim=32,
+                  hidden_size=64, mlp_ratio=3.0, num_heads=2, depth=1, depth_single_blocks=1, axes_dim=[8, 8, 8, 8],
+                  theta=2000, patch_size=1, qkv_bias=False, ops_bias=False, global_modulation=True,
+                  mlp_silu_act=True, guidance_embed=True)
+FLUX2_MIN_TEXT_TOKENS = 512  # comfy.model_base.Flux2 pads the text to this many tokens
+TINY_QWEN_IMAGE = dict(image_model="qwen_image", patch_size=2, in_channels=64, out_channels=16, num_layers=2,
+                       attention_head_dim=32, num_attention_heads=2, joint_attention_dim=32, axes_dims_rope=(8, 12, 12))
+TINY_Z_IMAGE = dict(image_model="lumina2", patch_size=2, in_channels=16, dim=256, n_layers=2, n_refiner_layers=1,
+                    n_heads=4, n_kv_heads=4, multiple_of=16, ffn_dim_multiplier=8 / 3, qk_norm=True, cap_feat_dim=32,
+                    axes_dims=[16, 24, 24], axes_lens=[64, 32, 32], rope_theta=256.0, z_image_modulation=True,
+                    time_scale=1000.0)
+TINY_LTXV = dict(image_model="ltxv", in_channels=128, cross_attention_dim=64, attention_head_dim=32,
+                 num_attention_heads=2, caption_channels=32, num_layers=2)
+# A UNet with two levels; one transformer block per input/middle/output block that has one.
+TINY_UNET = dict(use_checkpoint=False, image_size=32, in_channels=4, out_channels=4, model_channels=64,
+                 num_res_blocks=[1, 1], channel_mult=[1, 2], transformer_depth=[1, 1],
+                 transformer_depth_output=[1, 1, 1, 1], transformer_depth_middle=1, use_spatial_transformer=True,
+                 legacy=False, use_temporal_resblock=False, use_temporal_attention=False,
+                 use_linear_in_transformer=True, num_head_channels=64, context_dim=32)
+TINY_SDXL = dict(TINY_UNET, num_classes="sequential", adm_in_channels=32 + 6 * 256)  # pooled + 6 size embeddings
+TINY_SD15 = dict(TINY_UNET, adm_in_channels=None, use_linear_in_transformer=False)
+
+
 def build(supported_cls, unet_config: dict, dtype=torch.float32, seed: int = 0, device=None, std=0.2):
     """A ModelPatcher around a random-weight model of ``supported_cls`` (e.g. supported_models.Flux)."""
     torch.manual_seed(seed)
@@ -40,8 +64,15 @@ def flux_conditioning(batch=1, tokens=TINY_FLUX_TXT_TOKENS, seed=1, context_dim=
              {"pooled_output": torch.randn(batch, pooled_dim, generator=g), "guidance": 3.5}]]
 
 
+def text_conditioning(tokens=5, dim=32, seed=1, **extra):
+    """[[context, extras]] as a text encoder node gives it; tensors in ``extra`` pass as they are."""
+    g = torch.Generator().manual_seed(seed)
+    return [[torch.randn(1, tokens, dim, generator=g), dict(extra)]]
+
+
 def sample(model_patcher, positive, negative=None, *, latent_hw=(8, 8), channels=16, steps=1, cfg=1.0,
            seed=0, sampler="euler", scheduler="simple"):
+    """``latent_hw`` is (H, W), or (frames, H, W) for video latents."""
     latent = torch.zeros(1, channels, *latent_hw)
     noise = comfy.sample.prepare_noise(latent, seed)
     return comfy.sample.sample(model_patcher, noise, steps, cfg, sampler, scheduler, positive,

@@ -1,0 +1,20 @@
+"""Qwen-Image: 60 dual-stream blocks, one joint text+image attention call each through
+``optimized_attention_masked`` (head size 128). Its ControlNet runs in the sampling loop."""
+from . import CallSite, Family, register
+from ..reasons import Reason
+
+QWEN_IMAGE = register(Family(
+    name="Qwen-Image",
+    config_classes=("QwenImage",),
+    diffusion_models=("comfy.ldm.qwen_image.model.QwenImageTransformer2DModel",),
+    call_sites=(
+        CallSite("joint text + image attention", None,
+                 "ComfyUI 0.3.75 passes no text mask here; a mask that masks nothing is dropped"),
+        CallSite("ControlNet blocks (comfy/ldm/qwen_image/controlnet.py) in the sampling loop", None,
+                 "handed the scope's override like FLUX.1's"),
+        CallSite("joint or ControlNet attention whose mask masks something", Reason.MASK,
+                 "SageAttention takes no mask"),
+    ),
+    scope_controlnets=True,
+    measured="H200 first-call check passes with smooth_k off; smooth_k on hurt accuracy, so it is off by default.",
+))

@@ -1,0 +1,286 @@
+"""Each family's tiny random-weight model, one sampling step through the scope.
+
+The expected tables are derived from each tiny model's structure (written out below), not from
+a run: how many attention calls each layer kind makes per step, how many tokens each sees, and
+so which reason each gets at the test's threshold.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Callable
+
+import pytest
+import torch
+
+import comfy.supported_models
+
+from sage_attention_scope.nodes.status import render
+from sage_attention_scope.patches import Reason, Settings, families, scope_for_family, snapshot
+from sas_doubles import RecordingKernel, make_kernel, registered
+from sas_models import (FLUX2_MIN_TEXT_TOKENS, TINY_FLUX, TINY_FLUX2, TINY_LTXV, TINY_QWEN_IMAGE, TINY_SD15,
+                        TINY_SDXL, TINY_Z_IMAGE, build, flux_conditioning, sample, text_conditioning)
+from sas_scope import last_generation
+
+TEXT = 5  # text tokens in every tiny conditioning
+SAGE = "sage"
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    family: str
+    config_class: str            # attribute of comfy.supported_models
+    unet_config: dict
+    conditioning: Callable[[], list]
+    latent_hw: tuple
+    channels: int
+    min_seq_len: int
+    per_step: dict               # SAGE or Reason -> calls in one step (cfg 1: one forward)
+
+
+def _patches(h, w, patch):
+    return (h // patch) * (w // patch)
+
+
+FLUX_TOKENS = _patches(8, 8, TINY_FLUX["patch_size"]) + TEXT
+FLUX2_TOKENS = _patches(4, 4, TINY_FLUX2["patch_size"]) + FLUX2_MIN_TEXT_TOKENS
+QWEN_TOKENS = _patches(8, 8, TINY_QWEN_IMAGE["patch_size"]) + TEXT
+Z_IMAGE_IMAGE_TOKENS = _patches(8, 8, TINY_Z_IMAGE["patch_size"])
+LTXV_TOKENS = 2 * 4 * 4  # frames x h x w, patch size 1
+# TINY_UNET at a 16x16 latent: level 0 (16x16 = 256 tokens) has a transformer block in input
+# block 1 and output blocks 2 and 3 (transformer_depth_output [_, _, 1, 1] at that level), level 1
+# (8x8 = 64 tokens) in input block 2, the middle block and output blocks 0 and 1. Every block
+# makes one self-attention call and one cross-attention call to the 77-token text.
+UNET_LEVEL0_BLOCKS, UNET_LEVEL1_BLOCKS = 3, 4
+UNET_THRESHOLD = 78  # above the 77 text tokens and the 64 level-1 tokens, below level 0's 256
+
+CASES = [
+    Case("FLUX.1", "Flux", TINY_FLUX, flux_conditioning, (8, 8), 16, FLUX_TOKENS,
+         # one joint call per double-stream and per single-stream block
+         {SAGE: TINY_FLUX["depth"] + TINY_FLUX["depth_single_blocks"]}),
+    Case("FLUX.2", "Flux2", TINY_FLUX2,
+         lambda: text_conditioning(guidance=3.5, pooled_output=torch.zeros(1, 32)), (4, 4), 128, FLUX2_TOKENS,
+         {SAGE: TINY_FLUX2["depth"] + TINY_FLUX2["depth_single_blocks"]}),
+    Case("Qwen-Image", "QwenImage", TINY_QWEN_IMAGE, text_conditioning, (1, 8, 8), 16, QWEN_TOKENS,
+         # one joint call per transformer block
+         {SAGE: TINY_QWEN_IMAGE["num_layers"]}),
+    Case("Z-Image", "ZImage", TINY_Z_IMAGE,
+         lambda: text_conditioning(attention_mask=torch.tensor([[1, 1, 1, 0, 0]])), (8, 8), 16,
+         Z_IMAGE_IMAGE_TOKENS,
+         # noise refiner over the image tokens and main layers over text + image qualify; the
+         # context refiner sees the 5 text tokens alone (and their mask, which masks)
+         {SAGE: TINY_Z_IMAGE["n_refiner_layers"] + TINY_Z_IMAGE["n_layers"],
+          Reason.TOO_SHORT: TINY_Z_IMAGE["n_refiner_layers"]}),
+    Case("LTX-Video", "LTXV", TINY_LTXV,
+         lambda: text_conditioning(attention_mask=torch.ones(1, TEXT), frame_rate=25), (2, 4, 4), 128, LTXV_TOKENS,
+         # per block: video self-attention qualifies; cross-attention to 5 text tokens is short
+         {SAGE: TINY_LTXV["num_layers"], Reason.TOO_SHORT: TINY_LTXV["num_layers"]}),
+    Case("SDXL", "SDXL", TINY_SDXL,
+         lambda: text_conditioning(tokens=77, pooled_output=torch.zeros(1, 32), width=128, height=128), (16, 16), 4,
+         UNET_THRESHOLD,
+         {SAGE: UNET_LEVEL0_BLOCKS,
+          Reason.TOO_SHORT: UNET_LEVEL1_BLOCKS + (UNET_LEVEL0_BLOCKS + UNET_LEVEL1_BLOCKS)}),
+]
+
+
+def _model(case: Case):
+    cls = getattr(comfy.supported_models, case.config_class, None)
+    if cls is None:
+        pytest.skip(f"this ComfyUI lacks comfy.supported_models.{case.config_class}")
+    return build(cls, case.unet_config)
+
+
+def _sample(model, case: Case, **kwargs):
+    return sample(model, case.conditioning(), latent_hw=case.latent_hw, channels=case.channels, **kwargs)
+
+
+def _table(counts: dict) -> dict:
+    table = {Reason(r): n for r, n in counts["sdpa"].items()}
+    if counts["sage"]:
+        table[SAGE] = counts["sage"]
+    return table
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.family)
+def test_family_is_recognised_from_comfyuis_classes(case):
+    found = families.recognise(_model(case))
+    assert found.opens and found.family.name == case.family
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.family)
+def test_one_step_routes_each_call_as_the_structure_says(case):
+    model = _model(case)
+    plain = _sample(model, case)
+    kernel = RecordingKernel()
+    with registered(make_kernel("double", kernel)):
+        scoped, found = scope_for_family(model, Settings(kernel="double", min_seq_len=case.min_seq_len))
+        assert found.family.name == case.family
+        routed = _sample(scoped, case)
+    assert _table(last_generation()) == case.per_step
+    assert len(kernel.calls) == case.per_step[SAGE]
+    torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.family)
+def test_disabled_scope_is_bit_identical_to_no_node(case):
+    model = _model(case)
+    plain = _sample(model, case)
+    scoped, _ = scope_for_family(model, Settings(enabled=False))
+    assert torch.equal(_sample(scoped, case), plain)
+    assert _table(last_generation()) == {Reason.DISABLED: sum(case.per_step.values())}
+
+
+def test_flux2_and_schnell_are_told_apart_by_class():
+    assert families.recognise(build(comfy.supported_models.FluxSchnell, TINY_FLUX)).family.name == "FLUX.1"
+    assert families.recognise(build(comfy.supported_models.Flux2, TINY_FLUX2)).family.name == "FLUX.2"
+
+
+@pytest.mark.parametrize("config_class, message", [
+    ("SD15", "SD1.5 is not supported: head sizes 40/80/160 never qualify"),
+    ("SD20", "SD2 is not supported: unmeasured"),
+])
+def test_sd1_and_sd2_pass_through_unchanged_and_say_why(config_class, message, caplog_sas):
+    model = build(getattr(comfy.supported_models, config_class), dict(TINY_SD15, num_head_channels=-1, num_heads=8))
+    cond = text_conditioning(tokens=77)
+    plain = sample(model, cond, channels=4)
+    with registered(make_kernel("double", RecordingKernel())):
+        for _ in range(2):
+            passed, found = scope_for_family(model, Settings(kernel="double", min_seq_len=1))
+            assert passed is model and not found.opens
+    assert torch.equal(sample(passed, cond, channels=4), plain)
+    assert found.message.startswith(message)
+    said = [r.getMessage() for r in caplog_sas.records if "passes the model through" in r.getMessage()]
+    assert len(said) == 1 and message in said[0]
+    assert {"model": found.message, "scoped": False} in snapshot()["models"]
+    assert f"model {found.message}: passed through unchanged" in render(snapshot())
+
+
+def test_unrecognised_model_passes_through_and_is_named():
+    lumina2 = dict(TINY_Z_IMAGE, z_image_modulation=False, time_scale=1.0)
+    model = build(comfy.supported_models.Lumina2, lumina2)
+    passed, found = scope_for_family(model, Settings())
+    assert passed is model and found.family is None
+    assert found.message == "unrecognised model Lumina2 (diffusion model comfy.ldm.lumina.model.NextDiT)"
+
+
+def test_a_config_with_an_unexpected_diffusion_model_is_not_opened():
+    model = build(comfy.supported_models.Flux, TINY_FLUX)
+    model.model.diffusion_model = torch.nn.Identity()
+    found = families.recognise(model)
+    assert found.family is None and "Flux config with diffusion model torch.nn.modules.linear.Identity" in found.message
+
+
+def test_ltx2_needs_a_comfyui_with_the_audio_video_model():
+    if not hasattr(comfy.supported_models, "LTXAV"):
+        pytest.skip("this ComfyUI lacks comfy.supported_models.LTXAV (needs comfy/ldm/lightricks/av_model.py, "
+                    "ComfyUI >= 0.8)")
+    assert families.by_name("LTX-2").config_classes == ("LTXAV",)
+    assert hasattr(comfy.supported_models.LTXAV, "get_model")
+
+
+def test_every_family_declares_its_call_sites():
+    for family in families.all_families():
+        if family.opens:
+            assert family.call_sites and any(site.reason is None for site in family.call_sites), family.name
+        else:
+            assert family.why_not, family.name
+
+
+# -- masks ------------------------------------------------------------------------------------
+
+def _flux_mask_conditioning(mask):
+    cond = flux_conditioning()
+    cond[0][1].update(attention_mask=mask, attention_mask_img_shape=(4, 4))  # 4x4 image tokens: kept as is
+    return cond
+
+
+@pytest.mark.parametrize("fill, expected", [
+    (0.0, {SAGE: 2}),                     # additive all-zero mask: masks nothing, dropped
+    (-10000.0, {Reason.MASK: 2}),         # masks the last token
+])
+def test_flux_masks_that_mask_are_kept_and_noop_masks_dropped(fill, expected):
+    model = build(comfy.supported_models.Flux, TINY_FLUX)
+    mask = torch.zeros(1, FLUX_TOKENS, FLUX_TOKENS)
+    mask[..., -1] = fill
+    plain = sample(model, _flux_mask_conditioning(mask))
+    with registered(make_kernel("double", RecordingKernel())):
+        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=FLUX_TOKENS))
+        routed = sample(scoped, _flux_mask_conditioning(mask))
+    counts = last_generation()
+    assert _table(counts) == expected
+    assert counts["masks_dropped"] == (2 if fill == 0.0 else 0)
+    torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)
+
+
+# -- work that runs inside the sampling loop ---------------------------------------------------
+
+def _flux_controlnet(depth=1):
+    import comfy.controlnet
+    import comfy.ldm.flux.controlnet
+    import comfy.model_management
+    import comfy.ops
+    torch.manual_seed(3)
+    config = {k: v for k, v in TINY_FLUX.items() if k != "image_model"}
+    net = comfy.ldm.flux.controlnet.ControlNetFlux(operations=comfy.ops.disable_weight_init,
+                                                   **dict(config, depth=depth, depth_single_blocks=0))
+    with torch.no_grad():
+        for p in net.parameters():
+            p.normal_(0, 0.2)
+    return comfy.controlnet.ControlNet(net, load_device=comfy.model_management.get_torch_device(),
+                                       extra_conds=["y", "guidance"])
+
+
+def _with_control(cond, control):
+    hint = torch.rand(1, 3, 64, 64, generator=torch.Generator().manual_seed(4))  # pixels: latent 8x8 x 8
+    applied = control.copy().set_cond_hint(hint, 1.0, (0.0, 1.0))
+    return [[cond[0][0], dict(cond[0][1], control=applied, control_apply_to_uncond=False)]]
+
+
+def test_flux_controlnet_in_the_sampling_loop_runs_in_the_scope():
+    model, control = build(comfy.supported_models.Flux, TINY_FLUX), _flux_controlnet()
+    cond = _with_control(flux_conditioning(), control)
+    plain = sample(model, cond, steps=2)
+    kernel = RecordingKernel()
+    with registered(make_kernel("double", kernel)):
+        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=FLUX_TOKENS))
+        routed = sample(scoped, cond, steps=2)
+    main_calls = TINY_FLUX["depth"] + TINY_FLUX["depth_single_blocks"]
+    control_calls = 1  # the ControlNet's one double-stream block
+    assert _table(last_generation()) == {SAGE: 2 * (main_calls + control_calls)}
+    torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)
+    # the hooks went with the scope: a plain run afterwards calls no kernel
+    kernel.calls.clear()
+    assert torch.equal(sample(model, cond, steps=2), plain) and kernel.calls == []
+
+
+def _tiled(tiles_per_side: int):
+    """A model_function_wrapper that denoises the latent in tiles, as multi-diffusion nodes do."""
+    def wrapper(apply_model, args):
+        x, t, c = args["input"], args["timestep"], args["c"]
+        out = torch.empty_like(x)
+        th, tw = x.shape[-2] // tiles_per_side, x.shape[-1] // tiles_per_side
+        for i in range(tiles_per_side):
+            for j in range(tiles_per_side):
+                tile = (..., slice(i * th, (i + 1) * th), slice(j * tw, (j + 1) * tw))
+                out[tile] = apply_model(x[tile], t, **c)
+        return out
+    return wrapper
+
+
+def test_sdxl_tiled_multidiffusion_runs_every_tile_in_the_scope():
+    case = next(c for c in CASES if c.family == "SDXL")
+    tiled = dataclasses.replace(case, latent_hw=(32, 32))  # 2x2 tiles of the 16x16 the table is for
+    model = build(comfy.supported_models.SDXL, TINY_SDXL)
+    model.set_model_unet_function_wrapper(_tiled(2))
+    plain = _sample(model, tiled)
+    with registered(make_kernel("double", RecordingKernel())):
+        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=case.min_seq_len))
+        routed = _sample(scoped, tiled)
+    assert _table(last_generation()) == {route: 4 * n for route, n in case.per_step.items()}
+    torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)
+
+
+def test_status_names_the_scoped_family(caplog_sas):
+    caplog_sas.set_level(logging.INFO)
+    scope_for_family(build(comfy.supported_models.Flux, TINY_FLUX), Settings())
+    assert "model FLUX.1 (Flux): scoped" in render(snapshot())
