@@ -121,3 +121,20 @@ def _load() -> None:
     _loaded = True
     for info in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{info.name}")
+
+
+def markdown_tables() -> str:
+    """The supported-models tables of docs/sage-attention.md, from the declarations (a test
+    keeps the two equal)."""
+    models = ["| family | `comfy.supported_models` class (and subclasses) | diffusion model | scope |",
+              "|---|---|---|---|"]
+    calls = ["| family | attention call | route | why |", "|---|---|---|---|"]
+    for family in all_families():
+        models.append(f"| {family.name} | " + ", ".join(f"`{c}`" for c in family.config_classes) + " | " +
+                      ", ".join(f"`{d}`" for d in family.diffusion_models) + " | " +
+                      ("opens" + (f" (needs {family.needs})" if family.needs else "") if family.opens
+                       else f"never opens: {family.why_not}") + " |")
+        for site in family.call_sites:
+            route = "SageAttention" if site.reason is None else f"SDPA (`{site.reason.value}`)"
+            calls.append(f"| {family.name} | {site.name} | {route} | {site.why} |")
+    return "\n".join(models) + "\n\n" + "\n".join(calls)

@@ -17,7 +17,7 @@ LTX2 = register(Family(
                  "one side is the audio"),
         _TEXT_CROSS,
     ),
-    needs="comfy/ldm/lightricks/av_model.py (ComfyUI >= 0.8)",
+    needs="comfy/ldm/lightricks/av_model.py, ComfyUI >= 0.8",
 ))
 
 LTXV = register(Family(
