@@ -5,7 +5,7 @@ import logging
 
 from comfy_api.latest import io
 
-from ..patches import DEFAULT_MIN_SEQ_LEN, KERNEL_AUTO, Settings, kernels, scope_for_family, stats, timing
+from ..patches import DEFAULT_MIN_SEQ_LEN, KERNEL_AUTO, Settings, kernels, scope_for_family, timing
 
 log = logging.getLogger(__name__)
 
@@ -22,16 +22,6 @@ def scoped_model(model, enabled=True, kernel=KERNEL_AUTO, min_seq_len=DEFAULT_MI
     settings = Settings(enabled=bool(enabled), kernel=kernel, min_seq_len=int(min_seq_len),
                         first_call_check=bool(first_call_check), smooth_k=bool(smooth_k),
                         routing=routing)
-    if settings.enabled:
-        device = model.load_device
-        resolution = kernels.resolve(settings.kernel, device)
-        if resolution.kernel is None:
-            stats.set_kernel_line(str(device), settings.kernel, {
-                "kernel": None, "why": resolution.why, "version": kernels.installed().version})
-            if stats.first_time("pass-through", str(device), settings.kernel, resolution.why):
-                log.warning("Sage Attention Scope passes the model through unchanged on %s: %s",
-                            device, resolution.why)
-            return model
     return scope_for_family(model, settings)[0]
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 
-from . import families, stats
+from . import families, kernels, stats
 from .router import OVERRIDE_KEY, AttentionRouter
 from .settings import Settings
 
@@ -13,13 +13,23 @@ WRAPPER_KEY = "sage_attention_scope"
 
 
 def scope_for_family(model_patcher, settings: Settings):
-    """The scoped clone for a recognised family, or ``model_patcher`` itself, unchanged, for any
-    other model (said once at INFO and in the status). Returns (model, Recognition)."""
+    """The scoped clone of a model the scope can serve, or ``model_patcher`` itself, unchanged:
+    for a model of no supported family, or (scope enabled) one whose device has no kernel. Says
+    which once in the log and in the status. Returns (model, Recognition)."""
     found = families.recognise(model_patcher)
-    stats.note_model(found.message, scoped=found.opens)
-    if not found.opens:
-        if stats.first_time("model", found.message):
-            log.info("Sage Attention Scope passes the model through unchanged: %s", found.message)
+    why_not = found.message if not found.opens else None
+    if why_not is None and settings.enabled:
+        device = model_patcher.load_device
+        resolution = kernels.resolve(settings.kernel, device)
+        if resolution.kernel is None:
+            stats.set_kernel_line(str(device), settings.kernel, {
+                "kernel": None, "why": resolution.why, "version": kernels.installed().version})
+            why_not = f"{found.message} on {device}: {resolution.why}"
+    stats.note_model(why_not or found.message, scoped=why_not is None)
+    if why_not is not None:
+        if stats.first_time("pass-through", why_not):
+            log.log(logging.WARNING if found.opens else logging.INFO,
+                    "Sage Attention Scope passes the model through unchanged: %s", why_not)
         return model_patcher, found
     return apply_scope(model_patcher, settings, found.family), found
 

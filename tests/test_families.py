@@ -280,7 +280,18 @@ def test_sdxl_tiled_multidiffusion_runs_every_tile_in_the_scope():
     torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)
 
 
-def test_status_names_the_scoped_family(caplog_sas):
-    caplog_sas.set_level(logging.INFO)
-    scope_for_family(build(comfy.supported_models.Flux, TINY_FLUX), Settings())
+def test_status_names_the_scoped_family():
+    with registered(make_kernel("double", RecordingKernel())):
+        scope_for_family(build(comfy.supported_models.Flux, TINY_FLUX), Settings(kernel="double"))
     assert "model FLUX.1 (Flux): scoped" in render(snapshot())
+
+
+def test_a_device_without_a_kernel_passes_a_supported_model_through_and_says_why(caplog_sas):
+    model = build(comfy.supported_models.Flux, TINY_FLUX, device=torch.device("cpu"))
+    for _ in range(2):
+        passed, found = scope_for_family(model, Settings())  # auto: no kernel on a CPU
+        assert passed is model and found.opens
+    message = "FLUX.1 (Flux) on cpu: SageAttention needs a CUDA device, got cpu"
+    said = [r for r in caplog_sas.records if "passes the model through" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelno == logging.WARNING and message in said[0].getMessage()
+    assert f"model {message}: passed through unchanged" in render(snapshot())
