@@ -257,7 +257,7 @@ def ltx2() -> Graph:
     clip_out = g.add("CreateVideo", [25.0], [("images", "IMAGE"), ("audio", "AUDIO")], [("VIDEO", "VIDEO")])
     g.link(frames, 0, clip_out, "images")
     g.link(sound, 0, clip_out, "audio")
-    save = g.add("SaveVideo", ["video/ltx2_sage", "auto", "auto"], [("video", "VIDEO")])
+    save = g.add("SaveVideo", ["video/ltx2_sage", "mp4", "auto"], [("video", "VIDEO")])
     g.link(clip_out, 0, save, "video")
     return g
 

@@ -1,0 +1,100 @@
+"""A real ComfyUI server with the pack in custom_nodes/, for the server and browser tests."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from conftest import COMFYUI_PATH, ROOT
+
+TESTS = Path(__file__).resolve().parent
+STARTUP_S = 180
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, base: Path, port: int, process: subprocess.Popen, log: Path):
+        self.base, self.port, self.process, self.log = base, port, process, log
+        self.url = f"http://127.0.0.1:{port}"
+
+    def get(self, path: str):
+        with urllib.request.urlopen(self.url + path, timeout=60) as r:
+            return json.loads(r.read())
+
+    def post(self, path: str, payload: dict):
+        request = urllib.request.Request(self.url + path, data=json.dumps(payload).encode(),
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=60) as r:
+                return json.loads(r.read())
+        except urllib.error.HTTPError as exc:
+            raise AssertionError(f"POST {path} -> {exc.code}: {exc.read().decode()[:2000]}") from None
+
+    def run_prompt(self, prompt: dict, timeout_s: float = 120) -> dict:
+        """Queues an API-format prompt and returns its /history entry once it is done."""
+        prompt_id = self.post("/prompt", {"prompt": prompt})["prompt_id"]
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            entry = self.get(f"/history/{prompt_id}").get(prompt_id)
+            if entry:  # ComfyUI writes the history entry when the prompt has finished
+                return entry
+            time.sleep(0.5)
+        raise AssertionError(f"prompt {prompt_id} did not finish in {timeout_s} s; log: {self.tail()}")
+
+    def tail(self, n: int = 4000) -> str:
+        return self.log.read_text(errors="replace")[-n:]
+
+
+@contextlib.contextmanager
+def comfyui_server(base: Path, model_files: dict[str, list[str]]):
+    """Starts ``main.py --cpu`` with ``base`` as its base directory; stops only that process.
+    ``model_files``: models/<folder> -> empty placeholder files, so loaders list those names."""
+    nodes = base / "custom_nodes"
+    nodes.mkdir(parents=True)
+    (nodes / "sage_attention_scope").symlink_to(ROOT, target_is_directory=True)
+    (nodes / "sas_test_nodes.py").symlink_to(TESTS / "server_nodes" / "sas_test_nodes.py")
+    for folder, names in model_files.items():
+        (base / "models" / folder).mkdir(parents=True, exist_ok=True)
+        for name in names:
+            (base / "models" / folder / name).touch()
+    port = free_port()
+    log = base / "server.log"
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    with open(log, "w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "main.py", "--cpu", "--listen", "127.0.0.1", "--port", str(port),
+             "--base-directory", str(base), "--database-url", "sqlite:///:memory:", "--disable-auto-launch"],
+            cwd=COMFYUI_PATH, stdout=out, stderr=subprocess.STDOUT, env=env)
+    server = Server(base, port, process, log)
+    try:
+        deadline = time.monotonic() + STARTUP_S
+        while True:
+            if process.poll() is not None:
+                raise AssertionError(f"ComfyUI exited with {process.returncode}: {server.tail()}")
+            try:
+                server.get("/system_stats")
+                break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"ComfyUI did not answer in {STARTUP_S} s: {server.tail()}") from None
+                time.sleep(0.5)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

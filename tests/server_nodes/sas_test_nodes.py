@@ -1,0 +1,72 @@
+"""A custom node for the test server only (tests/test_server.py puts it in custom_nodes/).
+
+* ``SASTestConditioning``: random text conditioning of a given size. The tiny model the test
+  writes has no text encoder small enough to ship; this stands in for CLIPTextEncode.
+* Registers the named kernel test double ``reference_double`` (real attention, from
+  tests/sas_doubles.py) with the pack, so the scope routes calls on this CPU-only server. It
+  does so on the first prompt: custom nodes load in no fixed order, so the pack may not be
+  imported yet when this file is.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+TESTS = Path(__file__).resolve().parents[1]  # through the symlink the test server has
+PACK_ROOT = TESTS.parent
+TEST_KERNEL = "reference_double"
+
+
+def _pack_module():
+    for name, module in list(sys.modules.items()):
+        if Path(getattr(module, "__file__", "") or "").resolve() == PACK_ROOT / "__init__.py":
+            return name, module
+    raise RuntimeError("the Sage Attention Scope pack is not loaded in this server")
+
+
+def register_test_kernel() -> None:
+    name, pack = _pack_module()
+    # sas_doubles imports the pack as ``sage_attention_scope`` (the suite's name for it); point
+    # that name at the copy this server loaded, so the double registers with the live engine.
+    sys.modules.setdefault("sage_attention_scope", pack)
+    for sub in ("patches", "patches.kernels"):
+        sys.modules.setdefault(f"sage_attention_scope.{sub}", sys.modules[f"{name}.{sub}"])
+    if str(TESTS) not in sys.path:
+        sys.path.append(str(TESTS))
+    import sas_doubles
+    kernels = sys.modules[f"{name}.patches.kernels"]
+    if TEST_KERNEL not in kernels.available_kernel_names():
+        kernels.register_test_kernel(sas_doubles.make_kernel(TEST_KERNEL, sas_doubles.reference_attention))
+
+
+def _on_prompt(json_data):
+    register_test_kernel()
+    return json_data
+
+
+try:
+    import server
+    server.PromptServer.instance.add_on_prompt_handler(_on_prompt)
+except (ImportError, AttributeError):  # imported outside a running server
+    pass
+
+
+class SASTestConditioning:
+    @classmethod
+    def INPUT_TYPES(cls):
+        return {"required": {"tokens": ("INT", {"default": 5, "min": 1, "max": 4096}),
+                             "dim": ("INT", {"default": 32, "min": 1, "max": 8192}),
+                             "seed": ("INT", {"default": 0, "min": 0, "max": 2**31})}}
+
+    RETURN_TYPES = ("CONDITIONING",)
+    FUNCTION = "make"
+    CATEGORY = "testing"
+
+    def make(self, tokens, dim, seed):
+        g = torch.Generator().manual_seed(seed)
+        return ([[torch.randn(1, tokens, dim, generator=g), {"attention_mask": torch.ones(1, tokens)}]],)
+
+
+NODE_CLASS_MAPPINGS = {"SASTestConditioning": SASTestConditioning}

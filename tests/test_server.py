@@ -1,0 +1,180 @@
+"""The pack in a real ComfyUI server: /object_info, a queued prompt, the example workflows."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+import comfy.supported_models
+
+from conftest import ROOT
+from sas_models import TINY_LTXV, build
+from sas_server import comfyui_server
+
+WORKFLOWS = sorted((ROOT / "example_workflows").glob("*.json"))
+TINY_MODEL = "sas_tiny_ltxv.safetensors"
+CONTROL_VALUES = {"fixed", "increment", "decrement", "randomize"}
+
+
+def _example_model_files() -> dict[str, list[str]]:
+    """Placeholder files for every model the example workflows name, so the loaders list them."""
+    files: dict[str, list[str]] = {}
+    for path in WORKFLOWS:
+        for node in json.loads(path.read_text())["nodes"]:
+            for model in node.get("properties", {}).get("models", []):
+                files.setdefault(model["directory"], []).append(model["name"])
+    return files
+
+
+def write_tiny_ltxv(path):
+    """A random-weight LTX-Video diffusion model as ComfyUI's loader detects it: the weights
+    and, as LTXV checkpoints carry it, the transformer config in the safetensors metadata."""
+    model = build(comfy.supported_models.LTXV, TINY_LTXV, device=torch.device("cpu"))
+    weights = {k: v.contiguous() for k, v in model.model.diffusion_model.state_dict().items()}
+    config = {k: v for k, v in TINY_LTXV.items() if k != "image_model"}
+    save_file(weights, str(path), metadata={"config": json.dumps({"transformer": config})})
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    base = tmp_path_factory.mktemp("comfyui")
+    files = _example_model_files()
+    with comfyui_server(base, files) as running:
+        write_tiny_ltxv(base / "models" / "diffusion_models" / TINY_MODEL)
+        yield running
+
+
+def tiny_prompt(kernel="reference_double", routing="always", seed=0) -> dict:
+    """One euler step of the tiny LTX-Video through the Scope and into a Status node."""
+    return {
+        "1": {"class_type": "UNETLoader", "inputs": {"unet_name": TINY_MODEL, "weight_dtype": "default"}},
+        "2": {"class_type": "SageAttentionScope",
+              "inputs": {"model": ["1", 0], "enabled": True, "kernel": kernel, "min_seq_len": 1,
+                         "first_call_check": True, "smooth_k": False, "routing": routing}},
+        "3": {"class_type": "SASTestConditioning", "inputs": {"tokens": 5, "dim": TINY_LTXV["caption_channels"],
+                                                            "seed": 0}},
+        "4": {"class_type": "EmptyLTXVLatentVideo", "inputs": {"width": 64, "height": 64, "length": 9,
+                                                             "batch_size": 1}},
+        "5": {"class_type": "KSampler",
+              "inputs": {"model": ["2", 0], "seed": seed, "steps": 1, "cfg": 1.0, "sampler_name": "euler",
+                         "scheduler": "simple", "positive": ["3", 0], "negative": ["3", 0],
+                         "latent_image": ["4", 0], "denoise": 1.0}},
+        "6": {"class_type": "SageAttentionStatus", "inputs": {"after": ["5", 0], "reset_counters": False}},
+    }
+
+
+def test_object_info_lists_the_nodes_with_their_inputs(server):
+    info = server.get("/object_info")
+    scope, status = info["SageAttentionScope"], info["SageAttentionStatus"]
+    assert list(scope["input"]["required"]) == ["model", "enabled", "kernel", "min_seq_len", "first_call_check",
+                                                "smooth_k", "routing"]
+    assert scope["output"] == ["MODEL"] and scope["category"] == "model_patches/attention"
+    assert scope["display_name"] == "Sage Attention Scope"
+    assert status["output_node"] is True and status["output"] == ["STRING"]
+    assert "reset_counters" in status["input"]["required"] and "after" in status["input"]["optional"]
+
+
+def test_a_queued_prompt_samples_through_the_scope_and_the_status_reports_it(server):
+    entry = server.run_prompt(tiny_prompt())
+    assert entry["status"]["status_str"] == "success", entry["status"]
+    text = entry["outputs"]["6"]["text"][0]
+    # TINY_LTXV: per block one video self-attention (8 tokens) and one cross-attention to the
+    # 5 text tokens, whose all-ones float mask is not a no-op additive mask -> SDPA (mask).
+    blocks = TINY_LTXV["num_layers"]
+    assert "model LTX-Video (LTXV): scoped" in text
+    assert "cpu: reference_double" in text
+    assert f"last generation: {blocks} SageAttention, {blocks} SDPA" in text
+    assert "attention mask given" in text
+    payload = entry["outputs"]["6"]["sage_attention_status"][0]
+    assert payload["devices"]["cpu"]["last_generation"]["sage"] == blocks
+    # the Status node is never served from the cache: it runs again after a cached sampler and
+    # after a new generation
+    cached = server.run_prompt(tiny_prompt())["outputs"]["6"]["text"][0]
+    assert f"session: {blocks} SageAttention" in cached
+    again = server.run_prompt(tiny_prompt(seed=1))["outputs"]["6"]["text"][0]
+    assert f"session: {2 * blocks} SageAttention" in again and "Generations this session: 2" in again
+
+
+def test_auto_on_a_cpu_server_passes_through_and_says_why(server):
+    entry = server.run_prompt(tiny_prompt(kernel="auto"))
+    assert entry["status"]["status_str"] == "success"
+    text = entry["outputs"]["6"]["text"][0]
+    assert "model LTX-Video (LTXV) on cpu: SageAttention needs a CUDA device, got cpu: passed through unchanged" in text
+
+
+# -- example workflows -------------------------------------------------------------------------
+
+WIDGET_TYPES = {"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"}
+
+
+def _ordered_inputs(spec: dict):
+    order = spec.get("input_order") or {k: list(v) for k, v in spec["input"].items()}
+    for section in ("required", "optional"):
+        for name in order.get(section, []):
+            yield name, spec["input"][section][name]
+
+
+def _widget_problems(node: dict, spec: dict) -> list[str]:
+    linked = {s["name"] for s in node.get("inputs", []) if s.get("link") is not None}
+    values = list(node.get("widgets_values") or [])
+    problems = []
+    for name, (kind, *rest) in _ordered_inputs(spec):
+        opts = rest[0] if rest else {}
+        is_combo = isinstance(kind, list) or kind == "COMBO"
+        if name in linked or not (is_combo or kind in WIDGET_TYPES):
+            continue
+        if not values:
+            problems.append(f"no value for widget {name}")
+            break
+        value = values.pop(0)
+        if is_combo:
+            options = kind if isinstance(kind, list) else opts.get("options", [])
+            if value not in options:
+                problems.append(f"{name}={value!r} not among {options[:8]}")
+        elif kind == "BOOLEAN" and not isinstance(value, bool):
+            problems.append(f"{name}={value!r} is not a boolean")
+        elif kind in ("INT", "FLOAT"):
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or (kind == "INT" and value != int(value)):
+                problems.append(f"{name}={value!r} is not {kind}")
+            elif not opts.get("min", -float("inf")) <= value <= opts.get("max", float("inf")):
+                problems.append(f"{name}={value!r} outside [{opts.get('min')}, {opts.get('max')}]")
+            if opts.get("control_after_generate"):
+                control = values.pop(0) if values else None
+                if control not in CONTROL_VALUES:
+                    problems.append(f"{name}'s control_after_generate value {control!r}")
+        elif kind == "STRING" and not isinstance(value, str):
+            problems.append(f"{name}={value!r} is not a string")
+    if values:
+        problems.append(f"{len(values)} widget values left over: {values}")
+    return problems
+
+
+def _accepts(input_type: str, link_type: str) -> bool:
+    return input_type == "*" or link_type == "*" or link_type in input_type.split(",")
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_example_workflow_loads_in_this_comfyui(path, server):
+    workflow = json.loads(path.read_text())
+    info = server.get("/object_info")
+    nodes = {n["id"]: n for n in workflow["nodes"]}
+    missing = sorted({n["type"] for n in nodes.values() if n["type"] not in info})
+    if missing and path.name.startswith("ltx2"):
+        pytest.skip(f"this ComfyUI lacks LTX-2's nodes {missing} (ComfyUI >= 0.8 has them)")
+    assert not missing, f"{path.name}: unknown node types {missing}"
+    assert {"SageAttentionScope", "SageAttentionStatus"} <= {n["type"] for n in nodes.values()}
+    for link_id, src, src_slot, dst, dst_slot, link_type in workflow["links"]:
+        out_type = info[nodes[src]["type"]]["output"][src_slot]
+        in_socket = nodes[dst]["inputs"][dst_slot]
+        spec = dict(_ordered_inputs(info[nodes[dst]["type"]]))
+        assert in_socket["name"] in spec, f"link {link_id}: {nodes[dst]['type']} has no input {in_socket['name']}"
+        in_type = spec[in_socket["name"]][0]
+        in_type = "COMBO" if isinstance(in_type, list) else in_type
+        assert out_type == link_type and _accepts(in_type, link_type), (
+            f"link {link_id}: {nodes[src]['type']}[{src_slot}] {out_type} -> {nodes[dst]['type']}."
+            f"{in_socket['name']} {in_type} (declared {link_type})")
+        assert in_socket["link"] == link_id and link_id in nodes[src]["outputs"][src_slot]["links"]
+    problems = {f"{n['type']} #{n['id']}": p for n in nodes.values() if (p := _widget_problems(n, info[n["type"]]))}
+    assert not problems, f"{path.name}: {problems}"
