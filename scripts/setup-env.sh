@@ -49,4 +49,11 @@ PY
     rm -rf "$tmp"
   fi
 fi
+# The browser test drives Debian's Chromium (no browser download). Install it where we can;
+# elsewhere that test skips and says why.
+if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  echo "setup: installing Debian's chromium for the browser test"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 ||
+    echo "setup: could not install chromium; the browser test will skip" >&2
+fi
 echo "setup: ready (python: $py, ComfyUI: ${COMFYUI_PATH:-$root/.comfyui/ComfyUI})"

@@ -44,3 +44,19 @@ def fresh_session():
 def caplog_sas(caplog):
     caplog.set_level(logging.DEBUG, logger=PACK_NAME)
     return caplog
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory):
+    """One real ComfyUI server (main.py --cpu) for the server and browser tests, with the pack
+    and the tests' helper node in custom_nodes/, placeholders for the example workflows' model
+    files, and a tiny LTX-Video model file."""
+    import importlib.util
+    for module, package in (("aiohttp", "aiohttp"), ("comfyui_frontend_package", "comfyui-frontend-package")):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"the ComfyUI server needs {package}, which is not installed here")
+    import sas_server
+    base = tmp_path_factory.mktemp("comfyui")
+    with sas_server.comfyui_server(base, sas_server.example_model_files()) as running:
+        sas_server.write_tiny_ltxv(base / "models" / "diffusion_models" / sas_server.TINY_MODEL)
+        yield running

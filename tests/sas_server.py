@@ -12,10 +12,57 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import torch
+from safetensors.torch import save_file
+
+import comfy.supported_models
+
 from conftest import COMFYUI_PATH, ROOT
+from sas_models import TINY_LTXV, build
 
 TESTS = Path(__file__).resolve().parent
 STARTUP_S = 180
+
+WORKFLOWS = sorted((ROOT / "example_workflows").glob("*.json"))
+TINY_MODEL = "sas_tiny_ltxv.safetensors"
+
+
+def example_model_files() -> dict[str, list[str]]:
+    """Placeholder files for every model the example workflows name, so the loaders list them."""
+    files: dict[str, list[str]] = {}
+    for path in WORKFLOWS:
+        for node in json.loads(path.read_text())["nodes"]:
+            for model in node.get("properties", {}).get("models", []):
+                files.setdefault(model["directory"], []).append(model["name"])
+    return files
+
+
+def write_tiny_ltxv(path):
+    """A random-weight LTX-Video diffusion model as ComfyUI's loader detects it: the weights
+    and, as LTXV checkpoints carry it, the transformer config in the safetensors metadata."""
+    model = build(comfy.supported_models.LTXV, TINY_LTXV, device=torch.device("cpu"))
+    weights = {k: v.contiguous() for k, v in model.model.diffusion_model.state_dict().items()}
+    config = {k: v for k, v in TINY_LTXV.items() if k != "image_model"}
+    save_file(weights, str(path), metadata={"config": json.dumps({"transformer": config})})
+
+
+def tiny_prompt(kernel="reference_double", routing="always", seed=0) -> dict:
+    """One euler step of the tiny LTX-Video through the Scope and into a Status node."""
+    return {
+        "1": {"class_type": "UNETLoader", "inputs": {"unet_name": TINY_MODEL, "weight_dtype": "default"}},
+        "2": {"class_type": "SageAttentionScope",
+              "inputs": {"model": ["1", 0], "enabled": True, "kernel": kernel, "min_seq_len": 1,
+                         "first_call_check": True, "smooth_k": False, "routing": routing}},
+        "3": {"class_type": "SASTestConditioning", "inputs": {"tokens": 5, "dim": TINY_LTXV["caption_channels"],
+                                                            "seed": 0}},
+        "4": {"class_type": "EmptyLTXVLatentVideo", "inputs": {"width": 64, "height": 64, "length": 9,
+                                                             "batch_size": 1}},
+        "5": {"class_type": "KSampler",
+              "inputs": {"model": ["2", 0], "seed": seed, "steps": 1, "cfg": 1.0, "sampler_name": "euler",
+                         "scheduler": "simple", "positive": ["3", 0], "negative": ["3", 0],
+                         "latent_image": ["4", 0], "denoise": 1.0}},
+        "6": {"class_type": "SageAttentionStatus", "inputs": {"after": ["5", 0], "reset_counters": False}},
+    }
 
 
 def free_port() -> int:
@@ -38,7 +85,8 @@ class Server:
                                          headers={"Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(request, timeout=60) as r:
-                return json.loads(r.read())
+                body = r.read()
+                return json.loads(body) if body.strip() else None
         except urllib.error.HTTPError as exc:
             raise AssertionError(f"POST {path} -> {exc.code}: {exc.read().decode()[:2000]}") from None
 
@@ -90,6 +138,7 @@ def comfyui_server(base: Path, model_files: dict[str, list[str]]):
                 if time.monotonic() > deadline:
                     raise AssertionError(f"ComfyUI did not answer in {STARTUP_S} s: {server.tail()}") from None
                 time.sleep(0.5)
+        server.post("/sas_test/register_kernel", {})
         yield server
     finally:
         process.terminate()

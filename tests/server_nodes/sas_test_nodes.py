@@ -2,10 +2,10 @@
 
 * ``SASTestConditioning``: random text conditioning of a given size. The tiny model the test
   writes has no text encoder small enough to ship; this stands in for CLIPTextEncode.
-* Registers the named kernel test double ``reference_double`` (real attention, from
-  tests/sas_doubles.py) with the pack, so the scope routes calls on this CPU-only server. It
-  does so on the first prompt: custom nodes load in no fixed order, so the pack may not be
-  imported yet when this file is.
+* ``POST /sas_test/register_kernel`` registers the named kernel test double
+  ``reference_double`` (real attention, from tests/sas_doubles.py) with the pack, so the scope
+  routes calls on this CPU-only server. The test calls it once the server is up: custom nodes
+  load in no fixed order, so the pack may not be imported yet when this file is.
 """
 from __future__ import annotations
 
@@ -41,14 +41,14 @@ def register_test_kernel() -> None:
         kernels.register_test_kernel(sas_doubles.make_kernel(TEST_KERNEL, sas_doubles.reference_attention))
 
 
-def _on_prompt(json_data):
-    register_test_kernel()
-    return json_data
-
-
 try:
+    from aiohttp import web
     import server
-    server.PromptServer.instance.add_on_prompt_handler(_on_prompt)
+
+    @server.PromptServer.instance.routes.post("/sas_test/register_kernel")
+    async def _register(request):
+        register_test_kernel()
+        return web.json_response({"registered": TEST_KERNEL})
 except (ImportError, AttributeError):  # imported outside a running server
     pass
 
