@@ -196,6 +196,12 @@ def resolve(choice: str, device: torch.device) -> Resolution:
     return resolution
 
 
+def peek(choice: str, device: torch.device) -> Resolution | None:
+    """The cached resolution, or None; no lock, so torch.compile can trace it (a dict read is
+    atomic under the GIL)."""
+    return _resolutions.get((choice, str(device)))
+
+
 def _resolve_uncached(choice: str, device: torch.device) -> Resolution:
     if choice in _test_kernels:
         kernel = _test_kernels[choice]

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from . import checks, controlnets, faults, kernels, stats, timing
+from . import checks, compiled, controlnets, faults, kernels, stats, timing
 from .eligibility import AttentionCall, FamilyRule, KernelTraits, mask_masks_nothing, static_reason
 from .faults import Fault
 from .reasons import Reason
@@ -45,6 +45,10 @@ class _WrongShape(Exception):
     pass
 
 
+class _NonFinite(Exception):
+    pass
+
+
 class AttentionRouter:
     """One per scoped model patcher. Immutable apart from what it has logged; shared, not
     copied, when ComfyUI deep-copies model options (``__deepcopy__``)."""
@@ -54,6 +58,7 @@ class AttentionRouter:
         self.previous = previous
         self.family = family  # a families.Family, or None (engine tests)
         self.family_rule: FamilyRule | None = getattr(family, "rule", None)
+        self.op_key = compiled.register(self)  # how the compiled path's op finds this router
         self._announced: set[tuple[str, str]] = set()
 
     def __deepcopy__(self, memo):
@@ -97,18 +102,25 @@ class AttentionRouter:
     # -- the override ------------------------------------------------------------------------
 
     def __call__(self, func, *args, **kwargs):
+        if torch.compiler.is_compiling():
+            return compiled.route_while_tracing(self, func, args, kwargs)
         active = _active.get()
         if active is None or active.router is not self:
             stats.count_outside_scope(_device_label(args, kwargs))
             return self.call_through(func, args, kwargs)
-        call = AttentionCall.parse(args, kwargs)
+        return self.route(AttentionCall.parse(args, kwargs), active, func, args, kwargs, self.call_through)
+
+    def route(self, call: AttentionCall, active: ActiveScope, func, args, kwargs, through):
+        """Decides and runs one call. ``through(func, args, kwargs)`` is the SDPA path taken for
+        every call the kernel does not serve; ``func(*args, **kwargs)`` is plain SDPA, the
+        reference of the first-call check and of measured routing."""
         device = str(call.device)
         counters = active.generation.counters(device)
         decision = self._decide(call, device, counters, active.generation)
         if isinstance(decision, Reason):
             counters.sdpa[decision] += 1
-            return self.call_through(func, args, kwargs)
-        return self._run_kernel(decision, call, device, func, args, kwargs, counters, active.generation)
+            return through(func, args, kwargs)
+        return self._run_kernel(decision, call, device, func, args, kwargs, counters, active.generation, through)
 
     def call_through(self, func, args, kwargs):
         """The SDPA path: exactly what ComfyUI would have run without us."""
@@ -154,7 +166,7 @@ class AttentionRouter:
         return kernel, key, bucket
 
     def _run_kernel(self, chosen, call: AttentionCall, device: str, func, args, kwargs,
-                    counters: stats.Counters, generation: stats.Generation):
+                    counters: stats.Counters, generation: stats.Generation, through):
         kernel, key, bucket = chosen
         q, k, v = call.kernel_views()
 
@@ -168,8 +180,7 @@ class AttentionRouter:
                                   f"expected {call.expected_kernel_shape()}")
         except Exception as exc:  # noqa: BLE001 - a kernel failure must never lose a generation
             self._on_fault(exc, kernel, device, counters, generation)
-            return self.call_through(func, args, kwargs)
-        stats.note_kernel_success(device)
+            return through(func, args, kwargs)
         result = call.output_from_kernel(out)
         if self.settings.first_call_check and checks.result(key) is None:
             reference = func(*args, **kwargs)
@@ -183,22 +194,31 @@ class AttentionRouter:
                             "session.", verdict.describe(), key.label())
                 return reference
             log.info("SageAttention first-call check %s for %s", verdict.describe(), key.label())
+        # After the check, every result is still tested: one fused reduction and a host sync.
+        # A NaN or inf would blacken the image; eligible calls are long (min_seq_len), so the
+        # sync is small against the call.
+        elif not bool(torch.isfinite(out).all()):
+            self._on_fault(_NonFinite(f"{kernel.name} returned non-finite values"), kernel, device, counters,
+                           generation)
+            return through(func, args, kwargs)
+        stats.note_kernel_success(device)
         if bucket is not None:
             try:
-                measured = timing.measure(bucket, run_sage, lambda: self.call_through(func, args, kwargs), call.device)
+                measured = timing.measure(bucket, run_sage, lambda: through(func, args, kwargs), call.device)
             except Exception as exc:  # noqa: BLE001 - the kernel failed while being timed
                 self._on_fault(exc, kernel, device, counters, generation)
-                return self.call_through(func, args, kwargs)
+                return through(func, args, kwargs)
             log.info("Sage Attention Scope measured %s", measured.describe())
             if not measured.use_sage:
                 counters.sdpa[Reason.MEASURED_SLOWER] += 1
-                return self.call_through(func, args, kwargs)
+                return through(func, args, kwargs)
         counters.sage += 1
         return result
 
     def _on_fault(self, exc: BaseException, kernel: kernels.Kernel, device: str,
                   counters: stats.Counters, generation: stats.Generation) -> None:
-        kind = Fault.WRONG_SHAPE if isinstance(exc, _WrongShape) else faults.classify(exc)
+        kind = (Fault.WRONG_SHAPE if isinstance(exc, _WrongShape) else
+                Fault.NON_FINITE if isinstance(exc, _NonFinite) else faults.classify(exc))
         counters.faults[kind] += 1
         counters.sdpa[Reason.KERNEL_FAULT] += 1
         what = faults.describe(exc)
