@@ -139,14 +139,16 @@ class AttentionRouter:
         kernel = resolution.kernel
         if kernel is None:
             return Reason.NOT_CUDA if resolution.not_cuda else Reason.NO_KERNEL
-        if stats.is_retired(device):
-            return Reason.DEVICE_RETIRED
-        if device in generation.oom_devices:
-            return Reason.OOM_EARLIER
+        # What the call itself rules out first, so a too-short call is counted as too short
+        # whatever state the device is in; then the device's state.
         traits = KernelTraits(kernel.spec.head_dims, kernel.spec.dtypes)
         reason = static_reason(call, traits, settings.min_seq_len, self.family_rule)
         if reason is not None:
             return reason
+        if stats.is_retired(device):
+            return Reason.DEVICE_RETIRED
+        if device in generation.oom_devices:
+            return Reason.OOM_EARLIER
         key = checks.CheckKey(device, str(call.q.dtype).removeprefix("torch."), call.head_dim, kernel.name)
         prior = checks.result(key)
         if prior is not None and not prior.passed:

@@ -21,3 +21,12 @@ def test_small_model_steps_benchmark_runs(tmp_path):
     results = bench.main(["--small", "--steps", "2", "--out", str(tmp_path)])
     assert results["sdpa"]["rel_l2_vs_sdpa"] == 0.0
     assert "| routed |" in (tmp_path / "model_steps.md").read_text()
+
+
+def test_fault_matrix_writes_its_figures(tmp_path):
+    spec = importlib.util.spec_from_file_location("sas_bench_fault_matrix", ROOT / "bench" / "fault_matrix.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    outcomes = bench.main(["--out", str(tmp_path)])
+    assert outcomes and all(o.completed and o.within_tolerance and o.counted_as_expected for o in outcomes)
+    assert "0 wrong outputs" in (tmp_path / "fault_matrix.md").read_text()

@@ -1,14 +1,9 @@
-"""Each family's tiny random-weight model, one sampling step through the scope.
-
-The expected tables are derived from each tiny model's structure (written out below), not from
-a run: how many attention calls each layer kind makes per step, how many tokens each sees, and
-so which reason each gets at the test's threshold.
-"""
+"""Each family's tiny random-weight model (tests/sas_families.py), one sampling step through
+the scope, routed call by call as the model's structure says."""
 from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Callable
 
 import pytest
 import torch
@@ -18,88 +13,11 @@ import comfy.supported_models
 from sage_attention_scope.nodes.status import render
 from sage_attention_scope.patches import Reason, Settings, families, scope_for_family, snapshot
 from sas_doubles import RecordingKernel, make_kernel, registered
-from sas_models import (FLUX2_MIN_TEXT_TOKENS, TINY_FLUX, TINY_FLUX2, TINY_LTXV, TINY_QWEN_IMAGE, TINY_SD15,
-                        TINY_SDXL, TINY_Z_IMAGE, build, flux_conditioning, sample, text_conditioning)
+from sas_families import (CASES, FLUX_TOKENS, SAGE, model_of as _model, routing_table as _table,
+                          sample_case as _sample)
+from sas_models import TINY_FLUX, TINY_FLUX2, TINY_SD15, TINY_SDXL, TINY_Z_IMAGE, build, flux_conditioning, \
+    sample, text_conditioning
 from sas_scope import last_generation
-
-TEXT = 5  # text tokens in every tiny conditioning
-SAGE = "sage"
-
-
-@dataclasses.dataclass(frozen=True)
-class Case:
-    family: str
-    config_class: str            # attribute of comfy.supported_models
-    unet_config: dict
-    conditioning: Callable[[], list]
-    latent_hw: tuple
-    channels: int
-    min_seq_len: int
-    per_step: dict               # SAGE or Reason -> calls in one step (cfg 1: one forward)
-
-
-def _patches(h, w, patch):
-    return (h // patch) * (w // patch)
-
-
-FLUX_TOKENS = _patches(8, 8, TINY_FLUX["patch_size"]) + TEXT
-FLUX2_TOKENS = _patches(4, 4, TINY_FLUX2["patch_size"]) + FLUX2_MIN_TEXT_TOKENS
-QWEN_TOKENS = _patches(8, 8, TINY_QWEN_IMAGE["patch_size"]) + TEXT
-Z_IMAGE_IMAGE_TOKENS = _patches(8, 8, TINY_Z_IMAGE["patch_size"])
-LTXV_TOKENS = 2 * 4 * 4  # frames x h x w, patch size 1
-# TINY_UNET at a 16x16 latent: level 0 (16x16 = 256 tokens) has a transformer block in input
-# block 1 and output blocks 2 and 3 (transformer_depth_output [_, _, 1, 1] at that level), level 1
-# (8x8 = 64 tokens) in input block 2, the middle block and output blocks 0 and 1. Every block
-# makes one self-attention call and one cross-attention call to the 77-token text.
-UNET_LEVEL0_BLOCKS, UNET_LEVEL1_BLOCKS = 3, 4
-UNET_THRESHOLD = 78  # above the 77 text tokens and the 64 level-1 tokens, below level 0's 256
-
-CASES = [
-    Case("FLUX.1", "Flux", TINY_FLUX, flux_conditioning, (8, 8), 16, FLUX_TOKENS,
-         # one joint call per double-stream and per single-stream block
-         {SAGE: TINY_FLUX["depth"] + TINY_FLUX["depth_single_blocks"]}),
-    Case("FLUX.2", "Flux2", TINY_FLUX2,
-         lambda: text_conditioning(guidance=3.5, pooled_output=torch.zeros(1, 32)), (4, 4), 128, FLUX2_TOKENS,
-         {SAGE: TINY_FLUX2["depth"] + TINY_FLUX2["depth_single_blocks"]}),
-    Case("Qwen-Image", "QwenImage", TINY_QWEN_IMAGE, text_conditioning, (1, 8, 8), 16, QWEN_TOKENS,
-         # one joint call per transformer block
-         {SAGE: TINY_QWEN_IMAGE["num_layers"]}),
-    Case("Z-Image", "ZImage", TINY_Z_IMAGE,
-         lambda: text_conditioning(attention_mask=torch.tensor([[1, 1, 1, 0, 0]])), (8, 8), 16,
-         Z_IMAGE_IMAGE_TOKENS,
-         # noise refiner over the image tokens and main layers over text + image qualify; the
-         # context refiner sees the 5 text tokens alone (and their mask, which masks)
-         {SAGE: TINY_Z_IMAGE["n_refiner_layers"] + TINY_Z_IMAGE["n_layers"],
-          Reason.TOO_SHORT: TINY_Z_IMAGE["n_refiner_layers"]}),
-    Case("LTX-Video", "LTXV", TINY_LTXV,
-         lambda: text_conditioning(attention_mask=torch.ones(1, TEXT), frame_rate=25), (2, 4, 4), 128, LTXV_TOKENS,
-         # per block: video self-attention qualifies; cross-attention to 5 text tokens is short
-         {SAGE: TINY_LTXV["num_layers"], Reason.TOO_SHORT: TINY_LTXV["num_layers"]}),
-    Case("SDXL", "SDXL", TINY_SDXL,
-         lambda: text_conditioning(tokens=77, pooled_output=torch.zeros(1, 32), width=128, height=128), (16, 16), 4,
-         UNET_THRESHOLD,
-         {SAGE: UNET_LEVEL0_BLOCKS,
-          Reason.TOO_SHORT: UNET_LEVEL1_BLOCKS + (UNET_LEVEL0_BLOCKS + UNET_LEVEL1_BLOCKS)}),
-]
-
-
-def _model(case: Case):
-    cls = getattr(comfy.supported_models, case.config_class, None)
-    if cls is None:
-        pytest.skip(f"this ComfyUI lacks comfy.supported_models.{case.config_class}")
-    return build(cls, case.unet_config)
-
-
-def _sample(model, case: Case, **kwargs):
-    return sample(model, case.conditioning(), latent_hw=case.latent_hw, channels=case.channels, **kwargs)
-
-
-def _table(counts: dict) -> dict:
-    table = {Reason(r): n for r, n in counts["sdpa"].items()}
-    if counts["sage"]:
-        table[SAGE] = counts["sage"]
-    return table
-
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.family)
 def test_family_is_recognised_from_comfyuis_classes(case):
