@@ -11,9 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -27,7 +25,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import comfy.ldm.modules.attention as comfy_attention  # noqa: E402
 
-from sage_attention_scope.patches import Settings, checks, kernels  # noqa: E402
+from sage_attention_scope.patches import Settings, checks, kernels, timing  # noqa: E402
 from sage_attention_scope.patches.router import AttentionRouter  # noqa: E402
 
 # (label, B, H, Nq, Nkv, D): FLUX/Qwen/Z-Image joint attention, LTX-2 video, SDXL levels.
@@ -57,24 +55,13 @@ def versions() -> dict:
     return info
 
 
-def timed(fn, device, warmup=3, reps=10) -> float:
-    """Median ms of ``reps`` calls after ``warmup``; CUDA events on a GPU."""
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(reps):
-        if device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            torch.cuda.synchronize()
-            samples.append(start.elapsed_time(end))
-        else:
-            t0 = time.perf_counter()
-            fn()
-            samples.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(samples)
+WARMUP, REPEATS = 3, 20
+
+
+def timed(fn, device) -> float:
+    """Median ms per call: the same clock measured routing uses (patches/timing.py), calls
+    back to back with one synchronise, as a model runs them."""
+    return timing.event_clock("bench", fn, device, warmup=WARMUP, repeats=REPEATS)
 
 
 def inputs(b, h, nq, nkv, d, device, dtype, seed=0):
@@ -142,7 +129,8 @@ def measure(shapes, device, dtype) -> list[dict]:
 def to_markdown(info: dict, rows: list[dict]) -> str:
     arms = [a for a in rows[0] if a not in ("shape", "dims")]
     head = (f"Device: {info['device']}; torch {info['torch']}; Triton {info['triton']}; "
-            f"sageattention {info['sageattention']}. ms per call, median of 10 after 3 warm-ups "
+            f"sageattention {info['sageattention']}. ms per call, median of {REPEATS} back-to-back calls "
+            f"after {WARMUP} warm-ups, one synchronise per arm "
             f"(× = SDPA time / arm time; rel L2 vs fp32).\n\n")
     lines = ["| shape (B, H, Nq, Nkv, D) | " + " | ".join(arms) + " |", "|---" * (len(arms) + 1) + "|"]
     for row in rows:

@@ -76,9 +76,12 @@ class Clock(Protocol):
         """Milliseconds one call of ``fn`` (the ``arm``) takes, median of a few."""
 
 
-def event_clock(arm: str, fn: Callable[[], object], device: torch.device) -> float:
-    """CUDA events on a CUDA device, the wall clock elsewhere; median of REPEATS after WARMUP."""
-    for _ in range(WARMUP):
+def event_clock(arm: str, fn: Callable[[], object], device: torch.device, warmup: int = WARMUP,
+                repeats: int = REPEATS) -> float:
+    """CUDA events on a CUDA device, the wall clock elsewhere; median of ``repeats`` after
+    ``warmup``. The calls run back to back with one synchronise at the end, so the host runs
+    ahead as it does in a model, and its overhead shows only where it starves the GPU."""
+    for _ in range(warmup):
         fn()
     times = []
     if device.type == "cuda":
@@ -86,7 +89,7 @@ def event_clock(arm: str, fn: Callable[[], object], device: torch.device) -> flo
             stream = torch.cuda.current_stream()
             stream.synchronize()
             events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                      for _ in range(REPEATS)]
+                      for _ in range(repeats)]
             for start, end in events:
                 start.record(stream)
                 fn()
@@ -94,7 +97,7 @@ def event_clock(arm: str, fn: Callable[[], object], device: torch.device) -> flo
             end.synchronize()
             times = [start.elapsed_time(end) for start, end in events]
     else:
-        for _ in range(REPEATS):
+        for _ in range(repeats):
             t0 = time.perf_counter()
             fn()
             times.append((time.perf_counter() - t0) * 1e3)

@@ -40,16 +40,19 @@ TINY_SDXL = dict(TINY_UNET, num_classes="sequential", adm_in_channels=32 + 6 * 2
 TINY_SD15 = dict(TINY_UNET, adm_in_channels=None, use_linear_in_transformer=False)
 
 
-def build(supported_cls, unet_config: dict, dtype=torch.float32, seed: int = 0, device=None, std=0.2):
-    """A ModelPatcher around a random-weight model of ``supported_cls`` (e.g. supported_models.Flux)."""
+def build(supported_cls, unet_config: dict, dtype=torch.float32, seed: int = 0, device=None, std=0.2,
+          manual_cast=None):
+    """A ModelPatcher around a random-weight model of ``supported_cls`` (e.g. supported_models.Flux).
+    ``dtype`` is the weights' dtype; ``manual_cast`` the compute dtype when it differs, as ComfyUI
+    sets it for fp8 weights (UNETLoader's weight_dtype)."""
     torch.manual_seed(seed)
     config = supported_cls(dict(unet_config))
-    config.set_inference_dtype(dtype, None)
+    config.set_inference_dtype(dtype, manual_cast)
     model = config.get_model({})
     device = device or comfy.model_management.get_torch_device()
     with torch.no_grad():
-        for p in model.parameters():
-            p.normal_(0, std)
+        for p in model.parameters():  # drawn in fp32, then cast (fp8 has no normal_)
+            p.copy_(torch.empty(p.shape).normal_(0, std))
     return comfy.model_patcher.ModelPatcher(model, load_device=device,
                                             offload_device=comfy.model_management.unet_offload_device())
 

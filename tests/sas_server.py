@@ -13,7 +13,6 @@ import urllib.request
 from pathlib import Path
 
 import torch
-from safetensors.torch import save_file
 
 import comfy.supported_models
 
@@ -40,6 +39,7 @@ def example_model_files() -> dict[str, list[str]]:
 def write_tiny_ltxv(path):
     """A random-weight LTX-Video diffusion model as ComfyUI's loader detects it: the weights
     and, as LTXV checkpoints carry it, the transformer config in the safetensors metadata."""
+    from safetensors.torch import save_file
     model = build(comfy.supported_models.LTXV, TINY_LTXV, device=torch.device("cpu"))
     weights = {k: v.contiguous() for k, v in model.model.diffusion_model.state_dict().items()}
     config = {k: v for k, v in TINY_LTXV.items() if k != "image_model"}

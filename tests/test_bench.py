@@ -30,3 +30,13 @@ def test_fault_matrix_writes_its_figures(tmp_path):
     outcomes = bench.main(["--out", str(tmp_path)])
     assert outcomes and all(o.completed and o.within_tolerance and o.counted_as_expected for o in outcomes)
     assert "0 wrong outputs" in (tmp_path / "fault_matrix.md").read_text()
+
+
+def test_small_family_accuracy_runs(tmp_path):
+    spec = importlib.util.spec_from_file_location("sas_bench_family_accuracy", ROOT / "bench" / "family_accuracy.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    results = bench.main(["--small", "--out", str(tmp_path)])
+    assert [r["family"] for r in results] == ["FLUX.1", "FLUX.2", "Qwen-Image", "Z-Image", "LTX-Video", "SDXL"]
+    assert all(r["calls_on_sage"] and r["worst_cosine"] > 0.9999 for r in results)
+    assert "| Z-Image |" in (tmp_path / "family_accuracy.md").read_text()

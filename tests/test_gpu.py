@@ -118,3 +118,79 @@ def test_scoped_flux_runs_every_call_on_the_real_kernel(kernel):
     record(test="tiny_flux_two_steps", kernel=kernel.name, cosine=cosine, rel_l2=rel_l2,
            first_call_check=check)
     assert finite and cosine >= 0.99 and check["passed"]
+
+
+def _flux_single_block_inputs(model, tokens=4608):
+    import comfy.model_management
+    comfy.model_management.load_models_gpu([model])
+    flux = model.model.diffusion_model
+    g = torch.Generator(device="cuda").manual_seed(5)
+    hidden = flux.hidden_size
+    x = torch.randn(1, tokens, hidden, device="cuda", generator=g).to(torch.bfloat16)
+    vec = torch.randn(1, hidden, device="cuda", generator=g).to(torch.bfloat16)
+    pe = flux.pe_embedder(torch.zeros(1, tokens, 3, device="cuda"))
+    return flux.single_blocks[0], x, vec, pe
+
+
+def test_torch_compile_fullgraph_of_a_scoped_block_matches_eager(kernel):
+    torch._dynamo.reset()
+    model = build_tiny_flux_d128()
+    scoped = apply_scope(model, Settings(min_seq_len=1, routing="always"))
+    block, x, vec, pe = _flux_single_block_inputs(scoped)
+    options = scoped.model_options["transformer_options"]
+    compiled = torch.compile(block, fullgraph=True)  # inductor; raises on any graph break
+    with torch.no_grad():
+        eager = in_scope(scoped, lambda: block(x, vec=vec, pe=pe, transformer_options=options))
+        traced = in_scope(scoped, lambda: compiled(x, vec=vec, pe=pe, transformer_options=options))
+        reference = block(x, vec=vec, pe=pe)  # outside the scope: SDPA
+    assert last_generation("cuda:0")["sage"] == 1
+    cosine, rel_l2, finite = checks.compare(traced, eager)
+    vs_sdpa = checks.compare(traced, reference)
+    record(test="compile_fullgraph_single_block", kernel=kernel.name, cosine_vs_eager=cosine,
+           rel_l2_vs_eager=rel_l2, cosine_vs_sdpa=vs_sdpa[0], rel_l2_vs_sdpa=vs_sdpa[1])
+    assert finite and cosine >= 0.999 and vs_sdpa[0] >= 0.99
+
+
+def test_fp8_weights_with_bf16_activations_run_on_the_kernel(kernel):
+    import comfy.supported_models
+    config = dict(image_model="flux", guidance_embed=True, in_channels=16, out_channels=16, vec_in_dim=32,
+                  context_in_dim=32, hidden_size=256, mlp_ratio=2.0, num_heads=2, depth=1, depth_single_blocks=1,
+                  axes_dim=[16, 56, 56], theta=10000, patch_size=2, qkv_bias=True)
+    model = build(comfy.supported_models.Flux, config, dtype=torch.float8_e4m3fn, manual_cast=torch.bfloat16,
+                  device=torch.device("cuda:0"), std=0.05)
+    assert next(model.model.diffusion_model.parameters()).dtype == torch.float8_e4m3fn
+    cond = flux_conditioning()
+    plain = sample(model, cond, latent_hw=(64, 64), steps=2)
+    routed = sample(apply_scope(model, Settings(min_seq_len=1, routing="always")), cond, latent_hw=(64, 64), steps=2)
+    gen = last_generation("cuda:0")
+    cosine, rel_l2, finite = checks.compare(routed, plain)
+    record(test="fp8_weights_tiny_flux", kernel=kernel.name, cosine=cosine, rel_l2=rel_l2, sage=gen["sage"])
+    assert gen["sage"] == 2 * 2 and gen["sdpa_total"] == 0
+    assert finite and cosine >= 0.99
+
+
+def test_partially_loaded_lowvram_model_runs_on_the_kernel(kernel, monkeypatch):
+    import comfy.model_management as mm
+    import comfy.supported_models
+    config = dict(image_model="flux", guidance_embed=True, in_channels=16, out_channels=16, vec_in_dim=768,
+                  context_in_dim=4096, hidden_size=3072, mlp_ratio=4.0, num_heads=24, depth=1,
+                  depth_single_blocks=2, axes_dim=[16, 56, 56], theta=10000, patch_size=2, qkv_bias=True)
+    model = build(comfy.supported_models.Flux, config, dtype=torch.bfloat16, device=torch.device("cuda:0"),
+                  std=0.02)
+    cond = flux_conditioning(context_dim=4096, pooled_dim=768)
+    plain = sample(model, cond, latent_hw=(64, 64), steps=2)
+    mm.unload_all_models()
+    # ComfyUI's --reserve-vram knob: keep all but ~1 GiB free for others, so the 1.5 GB of weights
+    # load partially (lowvram: the rest is cast in per layer from the CPU).
+    free = mm.get_free_memory(torch.device("cuda:0"))
+    monkeypatch.setattr(mm, "EXTRA_RESERVED_VRAM", int(free - 2**30))
+    scoped = apply_scope(model, Settings(min_seq_len=1, routing="always"))
+    routed = sample(scoped, cond, latent_hw=(64, 64), steps=2)
+    partial = model.model.model_lowvram and model.loaded_size() < model.model_size()
+    gen = last_generation("cuda:0")
+    cosine, rel_l2, finite = checks.compare(routed, plain)
+    record(test="lowvram_partial_load_flux", kernel=kernel.name, partial=bool(partial), cosine=cosine,
+           rel_l2=rel_l2, loaded_mib=model.loaded_size() / 2**20, model_mib=model.model_size() / 2**20)
+    mm.unload_all_models()
+    assert partial
+    assert gen["sage"] == 2 * 3 and finite and cosine >= 0.99
