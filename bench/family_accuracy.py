@@ -64,11 +64,12 @@ REAL = {
 }
 
 
-@dataclasses.dataclass
 class Probe:
     """Wraps a kernel: runs it, and compares each result with fp32 SDPA on the same inputs."""
-    kernel: object
-    rows: list = dataclasses.field(default_factory=list)
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.rows: list[dict] = []
 
     def __call__(self, q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, smooth_k=False, **kwargs):
         out = self.kernel(q, k, v, tensor_layout=tensor_layout, is_causal=is_causal, sm_scale=sm_scale,
