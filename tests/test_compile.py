@@ -8,8 +8,20 @@ import torch
 from sage_attention_scope.patches import Reason, Settings, apply_scope, router_of
 from sage_attention_scope.patches.compiled import OP
 from sas_doubles import RecordingKernel, make_kernel, non_finite, registered
-from sas_models import TINY_FLUX, flux_conditioning, sample, tiny_flux
-from sas_scope import in_scope, last_generation
+import comfy.supported_models
+
+from sas_models import TINY_FLUX, build, flux_conditioning, sample, tiny_flux
+from sas_scope import in_scope, last_generation as _last_generation
+
+CPU = torch.device("cpu")  # the block tests run on the CPU wherever they are; ComfyUI's sampler test does not
+
+
+def cpu_flux():
+    return build(comfy.supported_models.Flux, TINY_FLUX, device=CPU)
+
+
+def last_generation(device="cpu"):
+    return _last_generation(device)
 
 TOKENS = 24
 
@@ -42,7 +54,7 @@ def test_a_scoped_block_compiles_as_one_graph_and_matches_eager():
     torch._dynamo.reset()
     kernel = RecordingKernel()
     with registered(make_kernel("double", kernel)):
-        scoped = apply_scope(tiny_flux(), Settings(kernel="double", min_seq_len=TOKENS))
+        scoped = apply_scope(cpu_flux(), Settings(kernel="double", min_seq_len=TOKENS))
         eager, traced = _compiled_and_eager(scoped)  # fullgraph=True raises on any graph break
     torch.testing.assert_close(traced, eager, rtol=1e-5, atol=1e-5)
     assert len(kernel.calls) == 2, last_generation()  # eager, then the op at run time
@@ -52,7 +64,7 @@ def test_a_scoped_block_compiles_as_one_graph_and_matches_eager():
 def test_inside_the_op_a_failing_kernel_still_falls_back_and_is_counted():
     torch._dynamo.reset()
     with registered(make_kernel("double", RecordingKernel(non_finite))):
-        scoped = apply_scope(tiny_flux(), Settings(kernel="double", min_seq_len=TOKENS, first_call_check=False))
+        scoped = apply_scope(cpu_flux(), Settings(kernel="double", min_seq_len=TOKENS, first_call_check=False))
         eager, traced = _compiled_and_eager(scoped)
     torch.testing.assert_close(traced, eager, rtol=1e-5, atol=1e-5)
     assert torch.isfinite(traced).all()
@@ -64,7 +76,7 @@ def test_calls_the_rules_keep_on_sdpa_are_compiled_as_comfyuis_attention():
     torch._dynamo.reset()
     kernel = RecordingKernel()
     with registered(make_kernel("double", kernel)):
-        scoped = apply_scope(tiny_flux(), Settings(kernel="double", min_seq_len=TOKENS + 1))
+        scoped = apply_scope(cpu_flux(), Settings(kernel="double", min_seq_len=TOKENS + 1))
         eager, traced = _compiled_and_eager(scoped, fullgraph=False)  # ComfyUI's CPU attention may break
     assert torch.equal(traced, eager) or torch.allclose(traced, eager, atol=1e-6)
     assert kernel.calls == []
@@ -83,4 +95,4 @@ def test_comfyuis_torch_compile_wrapper_after_the_scope_samples():
         out = sample(compiled, cond, steps=2)
     torch.testing.assert_close(out, plain, rtol=1e-4, atol=1e-4)
     assert router_of(compiled) is router_of(scoped)
-    assert len(kernel.calls) == 4 and last_generation()["sage"] == 4
+    assert len(kernel.calls) == 4 and _last_generation()["sage"] == 4

@@ -149,6 +149,22 @@ def test_torch_compile_fullgraph_of_a_scoped_block_matches_eager(kernel):
     record(test="compile_fullgraph_single_block", kernel=kernel.name, cosine_vs_eager=cosine,
            rel_l2_vs_eager=rel_l2, cosine_vs_sdpa=vs_sdpa[0], rel_l2_vs_sdpa=vs_sdpa[1])
     assert finite and cosine >= 0.999 and vs_sdpa[0] >= 0.99
+    # The block's output is mostly its residual input; compare the attention call itself too.
+    import comfy.ldm.modules.attention as comfy_attention
+    q, k, v = qkv((1, 24, 4608, 4608, 128), torch.bfloat16)
+
+    def attend(q, k, v):
+        return comfy_attention.optimized_attention(q, k, v, 24, skip_reshape=True, transformer_options=options)
+    compiled_attend = torch.compile(attend, fullgraph=True)
+    eager_out = in_scope(scoped, lambda: attend(q, k, v))
+    traced_out = in_scope(scoped, lambda: compiled_attend(q, k, v))
+    assert last_generation("cuda:0")["sage"] == 1
+    plain_out = attend(q, k, v)  # outside the scope: SDPA
+    same = checks.compare(traced_out, eager_out)
+    vs_plain = checks.compare(traced_out, plain_out)
+    record(test="compile_fullgraph_attention_call", kernel=kernel.name, cosine_vs_eager=same[0],
+           rel_l2_vs_eager=same[1], cosine_vs_sdpa=vs_plain[0], rel_l2_vs_sdpa=vs_plain[1])
+    assert same[1] < 1e-3 and 0 < vs_plain[1] < 0.1
 
 
 def test_fp8_weights_with_bf16_activations_run_on_the_kernel(kernel):
