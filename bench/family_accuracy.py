@@ -29,8 +29,8 @@ import comfy.supported_models  # noqa: E402
 
 from sage_attention_scope.patches import Settings, checks, families, kernels, scope_for_family, stats  # noqa: E402
 from sas_doubles import reference_attention  # noqa: E402
-from sas_families import CASES, Case  # noqa: E402
-from sas_models import (TINY_FLUX, TINY_FLUX2, TINY_LTXV, TINY_QWEN_IMAGE, TINY_SDXL, TINY_Z_IMAGE,  # noqa: E402
+from sas_families import CASES, Case, ltxav_latent  # noqa: E402
+from sas_models import (TINY_FLUX, TINY_FLUX2, TINY_LTXAV, TINY_LTXV, TINY_QWEN_IMAGE, TINY_SDXL, TINY_Z_IMAGE,  # noqa: E402
                         build, sample, text_conditioning)
 
 PROBE = "accuracy_probe"
@@ -56,6 +56,13 @@ REAL = {
                        caption_channels=4096, num_layers=1),
                   lambda: text_conditioning(tokens=128, dim=4096, attention_mask=torch.ones(1, 128), frame_rate=25),
                   (13, 16, 24), 128),
+    # LTX-2 19B's widths; 1248x704, 121 frames (16 x 22 x 39 latent, 13728 video tokens; about
+    # 25 audio latent frames a second: 121 audio tokens)
+    "LTX-2": (dict(TINY_LTXAV, cross_attention_dim=4096, audio_cross_attention_dim=2048, attention_head_dim=128,
+                   audio_attention_head_dim=64, num_attention_heads=32, audio_num_attention_heads=32,
+                   caption_channels=3840, num_layers=1),
+              lambda: text_conditioning(tokens=128, dim=2 * 3840, attention_mask=torch.ones(1, 128), frame_rate=25),
+              (16, 22, 39), 128, lambda: ltxav_latent((16, 22, 39), 121)),
     "SDXL": (dict(TINY_SDXL, model_channels=320, channel_mult=[1, 2, 4], num_res_blocks=[1, 1, 1],
                   transformer_depth=[0, 1, 1], transformer_depth_output=[0, 0, 1, 1, 1, 1],
                   transformer_depth_middle=1, context_dim=2048, adm_in_channels=2816),
@@ -101,8 +108,10 @@ def probe_kernel(device) -> tuple[kernels.Kernel, Probe]:
 
 def run_family(case: Case, small: bool, device, dtype, probe_state) -> dict:
     kernel, probe = probe_state
-    config, conditioning, latent_hw, channels = (
-        (case.unet_config, case.conditioning, case.latent_hw, case.channels) if small else REAL[case.family])
+    config, conditioning, latent_hw, channels, *latent = (
+        (case.unet_config, case.conditioning, case.latent_hw, case.channels, case.latent) if small
+        else REAL[case.family])
+    latent = latent[0] if latent else None
     cls = getattr(comfy.supported_models, case.config_class)
     model = build(cls, config, dtype=dtype, device=device, std=0.2 if small else 0.02)
     probe.rows.clear()
@@ -112,7 +121,8 @@ def run_family(case: Case, small: bool, device, dtype, probe_state) -> dict:
         settings = Settings(kernel=PROBE, min_seq_len=case.min_seq_len if small else 1024, routing="always")
         scoped, found = scope_for_family(model, settings)
         assert found.family is families.by_name(case.family)
-        sample(scoped, conditioning(), latent_hw=latent_hw, channels=channels, steps=1)
+        sample(scoped, conditioning(), latent_hw=latent_hw, channels=channels, steps=1,
+               latent=latent() if latent else None)
     finally:
         kernels.unregister_test_kernel(PROBE)
         del model
@@ -155,6 +165,9 @@ def main(argv=None):
             if device.type == "cuda" else f"CPU, torch {torch.__version__}, {kernel.spec.function_name} test double")
     results = []
     for case in CASES:
+        if getattr(comfy.supported_models, case.config_class, None) is None:
+            print(f"{case.family}: skipped, this ComfyUI lacks comfy.supported_models.{case.config_class}", flush=True)
+            continue
         results.append(run_family(case, args.small, device, dtype, probe_state))
         print(json.dumps({k: v for k, v in results[-1].items() if k != "shapes"}), flush=True)
     models = ("the tiny test configs (tests/sas_families.py) at their test thresholds" if args.small else

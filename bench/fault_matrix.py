@@ -18,7 +18,6 @@ sas_host.import_pack()
 
 import torch  # noqa: E402
 
-import comfyui_version  # noqa: E402
 
 from sas_families import CASES, model_of, sample_case  # noqa: E402
 from sas_fault_matrix import FAULTS, STEPS, TOLERANCE, run  # noqa: E402
@@ -46,7 +45,7 @@ def main(argv=None):
     lines = [
         "# Fault matrix",
         "",
-        f"ComfyUI {comfyui_version.__version__}, torch {torch.__version__}, CPU; each family's tiny random-weight "
+        f"ComfyUI {sas_host.comfyui_version()}, torch {torch.__version__}, CPU; each family's tiny random-weight "
         f"model (tests/sas_families.py), {STEPS} euler steps, the kernel replaced by a test double that fails "
         f"one way. \"Within tolerance\": the final latent matches the fault-free SDPA run "
         f"(rtol {TOLERANCE['rtol']}, atol {TOLERANCE['atol']}) and is finite.",

@@ -15,9 +15,10 @@ import torch
 
 import comfy.supported_models
 
-from sage_attention_scope.patches import Reason
-from sas_models import (FLUX2_MIN_TEXT_TOKENS, TINY_FLUX, TINY_FLUX2, TINY_LTXV, TINY_QWEN_IMAGE, TINY_SDXL,
-                        TINY_Z_IMAGE, build, flux_conditioning, sample, text_conditioning)
+from sage_attention_scope.patches import Reason, families
+from sas_models import (FLUX2_MIN_TEXT_TOKENS, TINY_FLUX, TINY_FLUX2, TINY_LTXAV, TINY_LTXV, TINY_QWEN_IMAGE, TINY_SDXL,
+                        TINY_Z_IMAGE, LTXAV_AUDIO_BINS, LTXAV_AUDIO_CHANNELS, build,
+                        flux_conditioning, sample, text_conditioning)
 
 TEXT = 5  # text tokens in every tiny conditioning
 SAGE = "sage"
@@ -33,6 +34,7 @@ class Case:
     channels: int
     min_seq_len: int
     per_step: dict               # SAGE or Reason -> calls in one step (cfg 1: one forward)
+    latent: Callable[[], object] | None = None  # replaces the zero latent of latent_hw x channels
 
 
 def _patches(h, w, patch):
@@ -44,6 +46,7 @@ FLUX2_TOKENS = _patches(4, 4, TINY_FLUX2["patch_size"]) + FLUX2_MIN_TEXT_TOKENS
 QWEN_TOKENS = _patches(8, 8, TINY_QWEN_IMAGE["patch_size"]) + TEXT
 Z_IMAGE_IMAGE_TOKENS = _patches(8, 8, TINY_Z_IMAGE["patch_size"])
 LTXV_TOKENS = 2 * 4 * 4  # frames x h x w, patch size 1
+LTXAV_AUDIO_TOKENS = 10  # audio latent frames (one token each); video as LTX-Video: 2 x 4 x 4
 # TINY_UNET at a 16x16 latent: level 0 (16x16 = 256 tokens) has a transformer block in input
 # block 1 and output blocks 2 and 3 (transformer_depth_output [_, _, 1, 1] at that level), level 1
 # (8x8 = 64 tokens) in input block 2, the middle block and output blocks 0 and 1. Every block
@@ -73,6 +76,15 @@ CASES = [
          lambda: text_conditioning(attention_mask=torch.ones(1, TEXT), frame_rate=25), (2, 4, 4), 128, LTXV_TOKENS,
          # per block: video self-attention qualifies; cross-attention to 5 text tokens is short
          {SAGE: TINY_LTXV["num_layers"], Reason.TOO_SHORT: TINY_LTXV["num_layers"]}),
+    Case("LTX-2", "LTXAV", TINY_LTXAV,
+         lambda: text_conditioning(dim=2 * TINY_LTXAV["caption_channels"], attention_mask=torch.ones(1, TEXT),
+                                   frame_rate=25),
+         (2, 4, 4), 128, LTXV_TOKENS,
+         # per block: video self-attention qualifies; audio self-attention (10 tokens), both
+         # streams' cross-attention to the 5 text tokens, and audio-to-video / video-to-audio
+         # (one side is the 10 audio tokens) are short
+         {SAGE: TINY_LTXAV["num_layers"], Reason.TOO_SHORT: 5 * TINY_LTXAV["num_layers"]},
+         latent=lambda: ltxav_latent((2, 4, 4), LTXAV_AUDIO_TOKENS)),
     Case("SDXL", "SDXL", TINY_SDXL,
          lambda: text_conditioning(tokens=77, pooled_output=torch.zeros(1, 32), width=128, height=128), (16, 16), 4,
          UNET_THRESHOLD,
@@ -81,15 +93,30 @@ CASES = [
 ]
 
 
+def ltxav_latent(video_fhw, audio_frames):
+    """Video and audio latents nested the way LTXVConcatAVLatent hands them to the sampler."""
+    import comfy.nested_tensor
+    return comfy.nested_tensor.NestedTensor((
+        torch.zeros(1, TINY_LTXAV["in_channels"], *video_fhw),
+        torch.zeros(1, LTXAV_AUDIO_CHANNELS, audio_frames, LTXAV_AUDIO_BINS)))
+
+
 def model_of(case: Case):
     cls = getattr(comfy.supported_models, case.config_class, None)
     if cls is None:
-        pytest.skip(f"this ComfyUI lacks comfy.supported_models.{case.config_class}")
+        needs = families.by_name(case.family).needs
+        pytest.skip(f"this ComfyUI lacks comfy.supported_models.{case.config_class}"
+                    + (f" (needs {needs})" if needs else ""))
     return build(cls, case.unet_config)
 
 
 def sample_case(model, case: Case, **kwargs):
-    return sample(model, case.conditioning(), latent_hw=case.latent_hw, channels=case.channels, **kwargs)
+    """The sampled latent; a nested one (LTX-2's video + audio) flattened into one tensor."""
+    out = sample(model, case.conditioning(), latent_hw=case.latent_hw, channels=case.channels,
+                 latent=case.latent() if case.latent else None, **kwargs)
+    if getattr(out, "is_nested", False):
+        out = torch.cat([t.flatten() for t in out.unbind()])
+    return out
 
 
 def routing_table(counts: dict) -> dict:

@@ -41,6 +41,21 @@ def boot_comfyui(path: Path) -> None:
     import comfy.model_management  # noqa: F401 - reads args.cpu now
 
 
+def comfyui_version() -> str:
+    """ComfyUI's version: comfyui_version.py in a standard tree, comfy.__version__ in the
+    pip-installable layout (hiddenswitch's), which has neither nodes.py nor comfyui_version.py."""
+    try:
+        import comfyui_version as module
+    except ImportError:
+        import comfy as module
+    return getattr(module, "__version__", "unknown")
+
+
+def has_top_level_nodes(path: Path) -> bool:
+    """Whether this tree is the standard layout with ComfyUI's nodes.py (custom-node loader)."""
+    return (path / "nodes.py").is_file()
+
+
 def import_pack():
     if PACK_NAME in sys.modules:
         return sys.modules[PACK_NAME]

@@ -30,6 +30,12 @@ TINY_Z_IMAGE = dict(image_model="lumina2", patch_size=2, in_channels=16, dim=256
                     time_scale=1000.0)
 TINY_LTXV = dict(image_model="ltxv", in_channels=128, cross_attention_dim=64, attention_head_dim=32,
                  num_attention_heads=2, caption_channels=32, num_layers=2)
+# LTX-2: video and audio streams of 2 heads each; the text context carries both halves
+# (caption_channels each, split by the model).
+TINY_LTXAV = dict(image_model="ltxav", in_channels=128, audio_in_channels=128, cross_attention_dim=64,
+                  audio_cross_attention_dim=32, attention_head_dim=32, audio_attention_head_dim=16,
+                  num_attention_heads=2, audio_num_attention_heads=2, caption_channels=32, num_layers=2)
+LTXAV_AUDIO_CHANNELS, LTXAV_AUDIO_BINS = 8, 16  # fixed in LTXAVModel: 8 x 16 = audio_in_channels
 # A UNet with two levels; one transformer block per input/middle/output block that has one.
 TINY_UNET = dict(use_checkpoint=False, image_size=32, in_channels=4, out_channels=4, model_channels=64,
                  num_res_blocks=[1, 1], channel_mult=[1, 2], transformer_depth=[1, 1],
@@ -38,6 +44,20 @@ TINY_UNET = dict(use_checkpoint=False, image_size=32, in_channels=4, out_channel
                  use_linear_in_transformer=True, num_head_channels=64, context_dim=32)
 TINY_SDXL = dict(TINY_UNET, num_classes="sequential", adm_in_channels=32 + 6 * 256)  # pooled + 6 size embeddings
 TINY_SD15 = dict(TINY_UNET, adm_in_channels=None, use_linear_in_transformer=False)
+
+
+def _flux_keys_of_this_comfyui() -> None:
+    """Newer ComfyUI (0.8+) made FluxParams.txt_ids_dims required; model_detection sets it to
+    [] for FLUX.1 and [3] for FLUX.2. Add it only where this ComfyUI's FluxParams has it."""
+    import dataclasses
+
+    import comfy.ldm.flux.model
+    if "txt_ids_dims" in {f.name for f in dataclasses.fields(comfy.ldm.flux.model.FluxParams)}:
+        TINY_FLUX.setdefault("txt_ids_dims", [])
+        TINY_FLUX2.setdefault("txt_ids_dims", [3])
+
+
+_flux_keys_of_this_comfyui()
 
 
 def build(supported_cls, unet_config: dict, dtype=torch.float32, seed: int = 0, device=None, std=0.2,
@@ -74,9 +94,11 @@ def text_conditioning(tokens=5, dim=32, seed=1, **extra):
 
 
 def sample(model_patcher, positive, negative=None, *, latent_hw=(8, 8), channels=16, steps=1, cfg=1.0,
-           seed=0, sampler="euler", scheduler="simple"):
-    """``latent_hw`` is (H, W), or (frames, H, W) for video latents."""
-    latent = torch.zeros(1, channels, *latent_hw)
+           seed=0, sampler="euler", scheduler="simple", latent=None):
+    """``latent_hw`` is (H, W), or (frames, H, W) for video latents; ``latent`` (e.g. LTX-2's
+    nested video + audio latent) replaces the zero latent they describe."""
+    if latent is None:
+        latent = torch.zeros(1, channels, *latent_hw)
     noise = comfy.sample.prepare_noise(latent, seed)
     return comfy.sample.sample(model_patcher, noise, steps, cfg, sampler, scheduler, positive,
                                negative if negative is not None else positive, latent, seed=seed,

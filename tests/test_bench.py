@@ -37,6 +37,9 @@ def test_small_family_accuracy_runs(tmp_path):
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     results = bench.main(["--small", "--out", str(tmp_path)])
-    assert [r["family"] for r in results] == ["FLUX.1", "FLUX.2", "Qwen-Image", "Z-Image", "LTX-Video", "SDXL"]
+    import comfy.supported_models
+    expected = ["FLUX.1", "FLUX.2", "Qwen-Image", "Z-Image", "LTX-Video"]
+    expected += ["LTX-2"] if hasattr(comfy.supported_models, "LTXAV") else []
+    assert [r["family"] for r in results] == expected + ["SDXL"]
     assert all(r["calls_on_sage"] and r["worst_cosine"] > 0.9999 for r in results)
     assert "| Z-Image |" in (tmp_path / "family_accuracy.md").read_text()
