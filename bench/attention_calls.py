@@ -77,12 +77,22 @@ def comfy_call(q, k, v, heads, options=None):
     return comfy_attention.attention_pytorch(q, k, v, heads, skip_reshape=True, transformer_options=options)
 
 
+def kernel_arms(device) -> tuple[list, object]:
+    """Every kernel the installed sageattention provides on ``device`` (auto's choice first),
+    and auto's choice, which the routed arms use."""
+    if device.type != "cuda":
+        return [], None
+    auto = kernels.resolve("auto", device).kernel
+    arms = [auto] if auto is not None else []
+    for name in kernels.KERNEL_NAMES:
+        kernel = kernels.resolve(name, device).kernel
+        if kernel is not None and all(kernel.name != a.name for a in arms):
+            arms.append(kernel)
+    return arms, auto
+
+
 def measure(shapes, device, dtype) -> list[dict]:
-    kernel_arms = []
-    if device.type == "cuda":
-        res = kernels.resolve("auto", device)
-        if res.kernel is not None:
-            kernel_arms.append(res.kernel)
+    arms_of_kernels, auto = kernel_arms(device)
     rows = []
     for label, b, h, nq, nkv, d in shapes:
         q, k, v = inputs(b, h, nq, nkv, d, device, dtype)
@@ -94,11 +104,15 @@ def measure(shapes, device, dtype) -> list[dict]:
             if device.type == "cuda":
                 torch.cuda.reset_peak_memory_stats()
             base = torch.cuda.memory_allocated() if device.type == "cuda" else 0
-            if scoped is not None:  # one open scope around all the timed calls
-                router, call = scoped
-                out, ms = router.outer_sample_wrapper(lambda: (call(), timed(call, device)))
-            else:
-                out, ms = fn(), timed(fn, device)
+            try:
+                if scoped is not None:  # one open scope around all the timed calls
+                    router, call = scoped
+                    out, ms = router.outer_sample_wrapper(lambda: (call(), timed(call, device)))
+                else:
+                    out, ms = fn(), timed(fn, device)
+            except Exception as exc:  # a kernel this build lacks (e.g. no sm89 module): say so, go on
+                row[name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else ''}"}
+                return
             peak = (torch.cuda.max_memory_allocated() - base) / 2**20 if device.type == "cuda" else float("nan")
             cos, rel, _ = checks.compare(out.reshape(b, nq, h, d).transpose(1, 2), ref)
             row[name] = {"ms": ms, "tflops": flops / ms / 1e9, "peak_mib": peak, "cosine": cos, "rel_l2": rel}
@@ -110,11 +124,13 @@ def measure(shapes, device, dtype) -> list[dict]:
                 with sdpa_kernel([SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]):
                     return comfy_call(q, k, v, h)
             arm("cudnn_first", cudnn)
-        for kernel in kernel_arms:
+        for kernel in arms_of_kernels:
             def direct(kernel=kernel):  # the kernel plus the output reshape every caller needs
                 out = kernel.run(q, k, v, layout="HND", sm_scale=None, smooth_k=False)
                 return out.transpose(1, 2).reshape(b, nq, h * d)
             arm(kernel.name, direct)
+        if auto is not None:
+            kernel = auto
             # routed: the node's defaults (threshold, then measured); measured: timing alone decides;
             # always: every call on the kernel, so always/direct is the router's own overhead.
             for label, settings in (("routed", Settings()), ("measured", Settings(min_seq_len=1)),
@@ -127,7 +143,7 @@ def measure(shapes, device, dtype) -> list[dict]:
 
 
 def to_markdown(info: dict, rows: list[dict]) -> str:
-    arms = [a for a in rows[0] if a not in ("shape", "dims")]
+    arms = list(dict.fromkeys(a for row in rows for a in row if a not in ("shape", "dims")))
     head = (f"Device: {info['device']}; torch {info['torch']}; Triton {info['triton']}; "
             f"sageattention {info['sageattention']}. ms per call, median of {REPEATS} back-to-back calls "
             f"after {WARMUP} warm-ups, one synchronise per arm "
@@ -137,8 +153,9 @@ def to_markdown(info: dict, rows: list[dict]) -> str:
         sdpa = row["sdpa"]["ms"]
         cells = [f"{row['shape']} ({', '.join(map(str, row['dims']))})"]
         for a in arms:
-            r = row[a]
-            cells.append(f"{r['ms']:.3f} ({sdpa / r['ms']:.2f}×, {r['rel_l2']:.3f})")
+            r = row.get(a, {"error": "not run"})
+            cells.append(f"failed ({r['error']})" if "error" in r else
+                         f"{r['ms']:.3f} ({sdpa / r['ms']:.2f}×, {r['rel_l2']:.3f})")
         lines.append("| " + " | ".join(cells) + " |")
     return head + "\n".join(lines) + "\n"
 
@@ -157,6 +174,8 @@ def plot(rows: list[dict], info: dict, path: Path) -> bool:
     fig, ax = plt.subplots(figsize=(7, 4))
     lengths = [r["dims"][2] for r in sweep]
     for arm in [a for a in sweep[0] if a not in ("shape", "dims", "sdpa")]:
+        if any("ms" not in r.get(arm, {}) for r in sweep):
+            continue
         ax.plot(lengths, [r["sdpa"]["ms"] / r[arm]["ms"] for r in sweep], marker="o", label=arm)
     ax.axhline(1.0, color="grey", linewidth=0.8)
     ax.set_xscale("log", base=2)

@@ -29,48 +29,10 @@ import comfy.supported_models  # noqa: E402
 
 from sage_attention_scope.patches import Settings, checks, families, kernels, scope_for_family, stats  # noqa: E402
 from sas_doubles import reference_attention  # noqa: E402
-from sas_families import CASES, Case, ltxav_latent  # noqa: E402
-from sas_models import (TINY_FLUX, TINY_FLUX2, TINY_LTXAV, TINY_LTXV, TINY_QWEN_IMAGE, TINY_SDXL, TINY_Z_IMAGE,  # noqa: E402
-                        build, sample, text_conditioning)
+from sas_families import CASES, REAL_WIDTHS, Case  # noqa: E402
+from sas_models import build, sample  # noqa: E402
 
 PROBE = "accuracy_probe"
-
-# Real widths (ComfyUI's model_detection values for the released checkpoints), fewer blocks.
-REAL = {
-    "FLUX.1": (dict(TINY_FLUX, vec_in_dim=768, context_in_dim=4096, hidden_size=3072, mlp_ratio=4.0, num_heads=24,
-                    depth=1, depth_single_blocks=1, axes_dim=[16, 56, 56]),
-               lambda: text_conditioning(tokens=512, dim=4096, pooled_output=torch.zeros(1, 768), guidance=3.5),
-               (128, 128), 16),
-    "FLUX.2": (dict(TINY_FLUX2, context_in_dim=15360, hidden_size=6144, num_heads=48, depth=1, depth_single_blocks=1,
-                    axes_dim=[32, 32, 32, 32]),
-               lambda: text_conditioning(tokens=512, dim=15360, guidance=4.0, pooled_output=torch.zeros(1, 768)),
-               (64, 64), 128),
-    "Qwen-Image": (dict(TINY_QWEN_IMAGE, num_layers=1, attention_head_dim=128, num_attention_heads=24,
-                        joint_attention_dim=3584, axes_dims_rope=(16, 56, 56)),
-                   lambda: text_conditioning(tokens=256, dim=3584), (1, 166, 166), 16),
-    "Z-Image": (dict(TINY_Z_IMAGE, dim=3840, n_layers=1, n_refiner_layers=1, n_heads=30, n_kv_heads=30,
-                     multiple_of=256, cap_feat_dim=2560, axes_dims=[32, 48, 48], axes_lens=[1536, 512, 512]),
-                lambda: text_conditioning(tokens=256, dim=2560, attention_mask=torch.ones(1, 256, dtype=torch.long)),
-                (128, 128), 16),
-    "LTX-Video": (dict(TINY_LTXV, cross_attention_dim=2048, attention_head_dim=64, num_attention_heads=32,
-                       caption_channels=4096, num_layers=1),
-                  lambda: text_conditioning(tokens=128, dim=4096, attention_mask=torch.ones(1, 128), frame_rate=25),
-                  (13, 16, 24), 128),
-    # LTX-2 19B's widths; 1248x704, 121 frames (16 x 22 x 39 latent, 13728 video tokens; about
-    # 25 audio latent frames a second: 121 audio tokens)
-    "LTX-2": (dict(TINY_LTXAV, cross_attention_dim=4096, audio_cross_attention_dim=2048, attention_head_dim=128,
-                   audio_attention_head_dim=64, num_attention_heads=32, audio_num_attention_heads=32,
-                   caption_channels=3840, num_layers=1),
-              lambda: text_conditioning(tokens=128, dim=2 * 3840, attention_mask=torch.ones(1, 128), frame_rate=25),
-              (16, 22, 39), 128, lambda: ltxav_latent((16, 22, 39), 121)),
-    "SDXL": (dict(TINY_SDXL, model_channels=320, channel_mult=[1, 2, 4], num_res_blocks=[1, 1, 1],
-                  transformer_depth=[0, 1, 1], transformer_depth_output=[0, 0, 1, 1, 1, 1],
-                  transformer_depth_middle=1, context_dim=2048, adm_in_channels=2816),
-             lambda: text_conditioning(tokens=77, dim=2048, pooled_output=torch.zeros(1, 1280), width=1024,
-                                       height=1024),
-             (128, 128), 4),
-}
-
 
 class Probe:
     """Wraps a kernel: runs it, and compares each result with fp32 SDPA on the same inputs."""
@@ -108,10 +70,10 @@ def probe_kernel(device) -> tuple[kernels.Kernel, Probe]:
 
 def run_family(case: Case, small: bool, device, dtype, probe_state) -> dict:
     kernel, probe = probe_state
-    config, conditioning, latent_hw, channels, *latent = (
+    real = REAL_WIDTHS[case.family]
+    config, conditioning, latent_hw, channels, latent = (
         (case.unet_config, case.conditioning, case.latent_hw, case.channels, case.latent) if small
-        else REAL[case.family])
-    latent = latent[0] if latent else None
+        else (real.config, real.conditioning, real.latent_hw, real.channels, real.latent))
     cls = getattr(comfy.supported_models, case.config_class)
     model = build(cls, config, dtype=dtype, device=device, std=0.2 if small else 0.02)
     probe.rows.clear()

@@ -1,13 +1,15 @@
-"""Per-step and per-generation benchmark: a FLUX.1 model at real width through ComfyUI's own
-model class and the Scope node, sampled with a real sampler on a fixed seed, one arm at a time.
+"""Per-step and per-generation benchmark: each family at its real widths through ComfyUI's own
+model classes and the Scope node, sampled with a real sampler on a fixed seed, one arm at a time.
 
-    python bench/model_steps.py [--small] [--out docs/bench]
+    python bench/model_steps.py [--small] [--family FLUX.1 ...] [--steps 4] [--out docs/bench]
 
 Arms: no node (default SDPA), cuDNN-first SDPA, the Scope with its defaults (routed), and the
 Scope with every call on SageAttention (always). Per arm: time per step, peak VRAM while
 sampling, and how far the final latent lies from the no-node latent (relative L2), next to the
-same distance for cuDNN-first SDPA, the exact-kernel noise floor. Random weights, bf16; the
-depth is reduced (stated in the table) so that weights initialise in seconds.
+same distance for cuDNN-first SDPA, the exact-kernel noise floor. Random weights, bf16, at
+2048² (LTX: 1248×704, 121 frames); one or two blocks of each model (stated), so that weights
+initialise in seconds: a full-depth step spends a larger share in attention, so its ratio lies
+between these and the per-call ratios. --small runs the tiny test configs on the CPU (CI).
 """
 from __future__ import annotations
 
@@ -26,35 +28,40 @@ sas_host.import_pack()
 
 import torch  # noqa: E402
 
+import comfy.model_management  # noqa: E402
 import comfy.supported_models  # noqa: E402
 
 from sage_attention_scope.nodes.scope import scoped_model  # noqa: E402
 from sage_attention_scope.patches import kernels, stats  # noqa: E402
-from sas_models import TINY_FLUX, build, flux_conditioning, sample  # noqa: E402
+from sas_families import CASES, REAL_WIDTHS, ltxav_latent  # noqa: E402
+from sas_models import build, sample  # noqa: E402
 
-# FLUX.1-dev's widths (hidden 3072, 24 heads of 128, T5 4096, CLIP-L 768); 2 + 4 blocks of 19 + 38.
-FLUX_REAL = dict(TINY_FLUX, vec_in_dim=768, context_in_dim=4096, hidden_size=3072, mlp_ratio=4.0, num_heads=24,
-                 depth=2, depth_single_blocks=4, axes_dim=[16, 56, 56])
+# Latents of a 2048² image (FLUX.2: 16× down, patch 1; Qwen-Image: one frame) and of LTX's
+# 1248×704×121 video, which REAL_WIDTHS already has.
+LATENT_2048 = {"FLUX.1": (256, 256), "FLUX.2": (128, 128), "Qwen-Image": (1, 256, 256), "Z-Image": (256, 256),
+               "SDXL": (256, 256), "LTX-Video": (16, 22, 39), "LTX-2": (16, 22, 39)}
 
 
-def run_arm(model, cond, latent_hw, steps, seed, sdpa_backends=None):
+def run_arm(model, sample_once, steps, sdpa_backends=None):
     device = model.load_device
     ctx = contextlib.nullcontext()
     if sdpa_backends is not None:
         from torch.nn.attention import sdpa_kernel
         ctx = sdpa_kernel(sdpa_backends)
     with ctx:
-        sample(model, cond, latent_hw=latent_hw, steps=1, seed=seed)  # warm-up, first-call check, timing
+        sample_once(model, 1)  # warm-up, first-call check, timing
         if device.type == "cuda":
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
             base = torch.cuda.memory_allocated()
         t0 = time.perf_counter()
-        latent = sample(model, cond, latent_hw=latent_hw, steps=steps, seed=seed)
+        latent = sample_once(model, steps)
         if device.type == "cuda":
             torch.cuda.synchronize()
         elapsed = time.perf_counter() - t0
     peak = (torch.cuda.max_memory_allocated() - base) / 2**20 if device.type == "cuda" else float("nan")
+    if getattr(latent, "is_nested", False):  # LTX-2: video and audio
+        latent = torch.cat([t.flatten() for t in latent.unbind()])
     return latent.float(), elapsed * 1e3 / steps, peak
 
 
@@ -62,54 +69,114 @@ def rel_l2(a, b) -> float:
     return float((a - b).norm() / b.norm().clamp_min(1e-12))
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--small", action="store_true", help="tiny FLUX on any device (CI)")
-    parser.add_argument("--steps", type=int, default=4)
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args(argv)
+def run_family(family: str, small: bool, steps: int) -> tuple[dict, str]:
+    case = next(c for c in CASES if c.family == family)
     cuda = torch.cuda.is_available()
-    if args.small:
-        config, dtype, latent_hw, tokens, dims = TINY_FLUX, torch.float32, (16, 16), 5, (32, 32)
+    if small:
+        config, conditioning, latent_hw, channels, latent = (
+            case.unet_config, case.conditioning, case.latent_hw, case.channels, case.latent)
+        dtype = torch.float32
     else:
-        config, dtype, latent_hw, tokens, dims = FLUX_REAL, torch.bfloat16, (256, 256), 512, (4096, 768)
-    model = build(comfy.supported_models.Flux, config, dtype=dtype, std=0.02)
-    cond = flux_conditioning(tokens=tokens, context_dim=dims[0], pooled_dim=dims[1])
+        real = REAL_WIDTHS[family]
+        config, conditioning, channels = real.config, real.conditioning, real.channels
+        latent_hw = LATENT_2048[family]
+        latent = (lambda: ltxav_latent(latent_hw, 121)) if family == "LTX-2" else None
+        dtype = torch.bfloat16
+    model = build(getattr(comfy.supported_models, case.config_class), config, dtype=dtype, std=0.02)
+    cond = conditioning()
+
+    def sample_once(patched, n):
+        return sample(patched, cond, latent_hw=latent_hw, channels=channels, steps=n, seed=0,
+                      latent=latent() if latent else None)
+
     arms = {"sdpa": (model, None)}
     if cuda:
         from torch.nn.attention import SDPBackend
+        # Two exact kernels besides the default: where the default already is cuDNN, flash-first
+        # still gives a non-zero noise floor.
         arms["cudnn_first"] = (model, [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.MATH])
+        arms["flash_first"] = (model, [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
     arms["routed"] = (scoped_model(model), None)
     arms["always"] = (scoped_model(model, min_seq_len=1, routing="always"), None)
     results, base = {}, None
     for name, (patched, backends) in arms.items():
         stats.reset_counters()
-        latent, ms, peak = run_arm(patched, cond, latent_hw, args.steps, seed=0, sdpa_backends=backends)
-        base = latent if base is None else base
+        out, ms, peak = run_arm(patched, sample_once, steps, sdpa_backends=backends)
+        base = out if base is None else base
         counts = stats.snapshot()["devices"].get(str(model.load_device), {}).get("last_generation", {})
-        results[name] = {"ms_per_step": ms, "peak_mib": peak, "rel_l2_vs_sdpa": rel_l2(latent, base),
+        results[name] = {"ms_per_step": ms, "peak_mib": peak, "rel_l2_vs_sdpa": rel_l2(out, base),
                          "sage_calls": counts.get("sage", 0), "sdpa_calls": counts.get("sdpa_total", 0)}
-    header = (f"FLUX.1 (width 3072, 24×128 heads, depth {config['depth']}+{config['depth_single_blocks']} of 19+38), "
-              f"latent {latent_hw[0] * 8}×{latent_hw[1] * 8}, {args.steps} euler steps, {dtype}; "
+    del model, arms
+    comfy.model_management.unload_all_models()
+    comfy.model_management.soft_empty_cache()
+    return results, f"{family}, latent {'x'.join(map(str, latent_hw))}, {_blocks(family, config)}"
+
+
+def _blocks(family: str, config: dict) -> str:
+    if family.startswith("FLUX"):
+        return f"{config['depth']}+{config['depth_single_blocks']} blocks"
+    if family == "Z-Image":
+        return f"{config['n_layers']} layer(s) + {config['n_refiner_layers']} refiner(s) each"
+    if family == "SDXL":
+        return f"channels {config['model_channels']}, one transformer block per level"
+    return f"{config['num_layers']} block(s)"
+
+
+def to_markdown(all_results: dict, header: str) -> str:
+    lines = [header, "", "| family | arm | ms/step | × SDPA | peak MiB | final latent rel L2 vs SDPA | "
+             "calls Sage/SDPA (last gen) |", "|---|---|---|---|---|---|---|"]
+    floors = []
+    for label, results in all_results.items():
+        sdpa = results["sdpa"]["ms_per_step"]
+        for name, r in results.items():
+            lines.append(f"| {label} | {name} | {r['ms_per_step']:.1f} | {sdpa / r['ms_per_step']:.3f} | "
+                         f"{r['peak_mib']:.0f} | {r['rel_l2_vs_sdpa']:.5f} | {r['sage_calls']}/{r['sdpa_calls']} |")
+        exact = {n: results[n]["rel_l2_vs_sdpa"] for n in ("cudnn_first", "flash_first") if n in results}
+        nonzero = {n: d for n, d in exact.items() if d > 0}
+        always = results["always"]["rel_l2_vs_sdpa"]
+        name = label.split(",")[0]
+        if not exact:
+            floors.append(f"{name}: no other exact SDPA kernel on this device")
+        elif not nonzero:
+            floors.append(f"{name}: the other exact kernels gave SDPA's latent bit for bit (floor 0)")
+        else:
+            floor_arm, floor = max(nonzero.items(), key=lambda item: item[1])
+            floors.append(f"{name}: always {always / floor:.1f}× the {floor_arm} distance")
+    lines += ["", "Accuracy against the exact-kernel noise floor (the largest distance of another exact SDPA kernel): " + "; ".join(floors) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--small", action="store_true", help="tiny configs on any device (CI)")
+    parser.add_argument("--family", nargs="*", help="families to run (default: all this ComfyUI has; "
+                                                     "--small: FLUX.1)")
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    cuda = torch.cuda.is_available()
+    wanted = args.family or (["FLUX.1"] if args.small else [c.family for c in CASES])
+    all_results = {}
+    for family in wanted:
+        case = next(c for c in CASES if c.family == family)
+        if getattr(comfy.supported_models, case.config_class, None) is None:
+            print(f"{family}: skipped, this ComfyUI lacks comfy.supported_models.{case.config_class}", flush=True)
+            continue
+        results, label = run_family(family, args.small, args.steps)
+        all_results[label] = results
+        print(label, json.dumps(results), flush=True)
+    header = (f"{args.steps} euler steps, {'float32 tiny configs' if args.small else 'bfloat16, real widths'}; "
               f"device {torch.cuda.get_device_name(0) if cuda else 'CPU'}, torch {torch.__version__}, "
-              f"sageattention {kernels.installed().version}")
-    lines = [header, "", "| arm | ms/step | × SDPA | peak MiB | final latent rel L2 vs SDPA | calls Sage/SDPA (last gen) |",
-             "|---|---|---|---|---|---|"]
-    for name, r in results.items():
-        lines.append(f"| {name} | {r['ms_per_step']:.1f} | {results['sdpa']['ms_per_step'] / r['ms_per_step']:.3f} | "
-                     f"{r['peak_mib']:.0f} | {r['rel_l2_vs_sdpa']:.5f} | {r['sage_calls']}/{r['sdpa_calls']} |")
-    if "cudnn_first" in results and results["cudnn_first"]["rel_l2_vs_sdpa"] > 0:
-        floor = results["cudnn_first"]["rel_l2_vs_sdpa"]
-        lines.append("")
-        lines.append("Accuracy against the exact-kernel floor (arm rel L2 / cuDNN-first rel L2): " + ", ".join(
-            f"{n} {r['rel_l2_vs_sdpa'] / floor:.1f}×" for n, r in results.items() if n not in ("sdpa", "cudnn_first")))
-    table = "\n".join(lines) + "\n"
+              f"sageattention {kernels.installed().version}"
+              + (f", kernel {kernels.resolve('auto', torch.device('cuda:0')).kernel.name}"
+                 if cuda and kernels.resolve('auto', torch.device('cuda:0')).kernel else ""))
+    table = to_markdown(all_results, header)
     print(table)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "model_steps.md").write_text(table)
-        (args.out / "model_steps.json").write_text(json.dumps(results, indent=1))
-    return results
+        (args.out / "model_steps.json").write_text(json.dumps(all_results, indent=1))
+    return all_results
 
 
 if __name__ == "__main__":

@@ -93,6 +93,59 @@ CASES = [
 ]
 
 
+@dataclasses.dataclass(frozen=True)
+class RealWidths:
+    """A family at its released checkpoint's widths, fewer blocks (benchmarks on the GPU)."""
+    config: dict
+    conditioning: Callable[[], list]
+    latent_hw: tuple             # a 1024-pixel-class image (LTX: 1248x704, 121 or 97 frames)
+    channels: int
+    latent: Callable[[], object] | None = None
+
+
+# Real widths (ComfyUI's model_detection values for the released checkpoints), fewer blocks.
+REAL_WIDTHS = {
+    "FLUX.1": RealWidths(
+        dict(TINY_FLUX, vec_in_dim=768, context_in_dim=4096, hidden_size=3072, mlp_ratio=4.0, num_heads=24,
+             depth=1, depth_single_blocks=1, axes_dim=[16, 56, 56]),
+        lambda: text_conditioning(tokens=512, dim=4096, pooled_output=torch.zeros(1, 768), guidance=3.5),
+        (128, 128), 16),
+    "FLUX.2": RealWidths(
+        dict(TINY_FLUX2, context_in_dim=15360, hidden_size=6144, num_heads=48, depth=1, depth_single_blocks=1,
+             axes_dim=[32, 32, 32, 32]),
+        lambda: text_conditioning(tokens=512, dim=15360, guidance=4.0, pooled_output=torch.zeros(1, 768)),
+        (64, 64), 128),
+    "Qwen-Image": RealWidths(
+        dict(TINY_QWEN_IMAGE, num_layers=1, attention_head_dim=128, num_attention_heads=24, joint_attention_dim=3584,
+             axes_dims_rope=(16, 56, 56)),
+        lambda: text_conditioning(tokens=256, dim=3584), (1, 166, 166), 16),
+    "Z-Image": RealWidths(
+        dict(TINY_Z_IMAGE, dim=3840, n_layers=1, n_refiner_layers=1, n_heads=30, n_kv_heads=30, multiple_of=256,
+             cap_feat_dim=2560, axes_dims=[32, 48, 48], axes_lens=[1536, 512, 512]),
+        lambda: text_conditioning(tokens=256, dim=2560, attention_mask=torch.ones(1, 256, dtype=torch.long)),
+        (128, 128), 16),
+    "LTX-Video": RealWidths(
+        dict(TINY_LTXV, cross_attention_dim=2048, attention_head_dim=64, num_attention_heads=32, caption_channels=4096,
+             num_layers=1),
+        lambda: text_conditioning(tokens=128, dim=4096, attention_mask=torch.ones(1, 128), frame_rate=25),
+        (13, 16, 24), 128),
+    # LTX-2 19B's widths at 1248x704, 121 frames: a 16 x 22 x 39 video latent (13728 tokens) and,
+    # at about 25 audio latent frames a second, 121 audio tokens.
+    "LTX-2": RealWidths(
+        dict(TINY_LTXAV, cross_attention_dim=4096, audio_cross_attention_dim=2048, attention_head_dim=128,
+             audio_attention_head_dim=64, num_attention_heads=32, audio_num_attention_heads=32, caption_channels=3840,
+             num_layers=1),
+        lambda: text_conditioning(tokens=128, dim=2 * 3840, attention_mask=torch.ones(1, 128), frame_rate=25),
+        (16, 22, 39), 128, lambda: ltxav_latent((16, 22, 39), 121)),
+    "SDXL": RealWidths(
+        dict(TINY_SDXL, model_channels=320, channel_mult=[1, 2, 4], num_res_blocks=[1, 1, 1],
+             transformer_depth=[0, 1, 1], transformer_depth_output=[0, 0, 1, 1, 1, 1], transformer_depth_middle=1,
+             context_dim=2048, adm_in_channels=2816),
+        lambda: text_conditioning(tokens=77, dim=2048, pooled_output=torch.zeros(1, 1280), width=1024, height=1024),
+        (128, 128), 4),
+}
+
+
 def ltxav_latent(video_fhw, audio_frames):
     """Video and audio latents nested the way LTXVConcatAVLatent hands them to the sampler."""
     import comfy.nested_tensor
