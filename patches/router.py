@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from . import checks, compiled, controlnets, faults, kernels, stats, timing
+from . import checks, compiled, controlnets, faults, finite_guard, kernels, stats, timing
 from .eligibility import AttentionCall, FamilyRule, KernelTraits, mask_masks_nothing, static_reason
 from .faults import Fault
 from .reasons import Reason
@@ -32,6 +32,7 @@ class ActiveScope:
     router: "AttentionRouter"
     generation: stats.Generation
     hooks: dict = dataclasses.field(default_factory=dict)  # id(ControlNet model) -> hook handles
+    pending: finite_guard.PendingFlags = dataclasses.field(default_factory=finite_guard.PendingFlags)
 
 
 _active: contextvars.ContextVar[Optional[ActiveScope]] = contextvars.ContextVar("sage_attention_scope", default=None)
@@ -42,10 +43,6 @@ def current_scope() -> Optional[ActiveScope]:
 
 
 class _WrongShape(Exception):
-    pass
-
-
-class _NonFinite(Exception):
     pass
 
 
@@ -78,6 +75,9 @@ class AttentionRouter:
             return executor(*args, **kwargs)
         finally:
             _active.reset(token)
+            # Results no step boundary read (none in ComfyUI's samplers): too late to re-run,
+            # but the keys still fail and it is said.
+            self._fail_non_finite(scope, scope.pending.take_bad_keys(), rerun=False)
             for handles in scope.hooks.values():
                 for handle in handles:
                     handle.remove()
@@ -88,7 +88,8 @@ class AttentionRouter:
         active = _active.get()
         if active is not None and active.router is self:
             return executor(*args, **kwargs)
-        return self.outer_sample_wrapper(executor, *args, **kwargs)
+        return self.outer_sample_wrapper(
+            lambda *a, **k: self.guarded(_active.get(), lambda: executor(*a, **k)), *args, **kwargs)
 
     def calc_cond_batch_wrapper(self, executor, model, conds, x_in, timestep, model_options, *args, **kwargs):
         """Once per step: ControlNets that run in this step get the scope's override."""
@@ -97,7 +98,32 @@ class AttentionRouter:
             for control_model in controlnets.control_models(conds):
                 if id(control_model) not in active.hooks:
                     active.hooks[id(control_model)] = controlnets.hand_override(control_model, {OVERRIDE_KEY: self})
-        return executor(model, conds, x_in, timestep, model_options, *args, **kwargs)
+        if active is None or active.router is not self:
+            return executor(model, conds, x_in, timestep, model_options, *args, **kwargs)
+        return self.guarded(active, lambda: executor(model, conds, x_in, timestep, model_options, *args, **kwargs))
+
+    def guarded(self, active: ActiveScope, run: Callable[[], Any]):
+        """Runs one step (ControlNets and model forward), reads its kernel results' finite
+        flags once, and if one is NaN/inf, runs the step again with those keys on SDPA; the
+        counters of the discarded pass are rolled back."""
+        for _ in range(len(kernels.KERNEL_NAMES) * 8):  # each pass retires a key: bounded
+            before = active.generation.copy_counters()
+            out = run()
+            bad = active.pending.take_bad_keys()
+            if not bad:
+                return out
+            active.generation.restore_counters(before)
+            self._fail_non_finite(active, bad, rerun=True)
+        return run()
+
+    def _fail_non_finite(self, active: ActiveScope, bad: set, rerun: bool) -> None:
+        for key in bad:
+            checks.record(finite_guard.failed_result(key))
+            active.generation.counters(key.device).faults[Fault.NON_FINITE] += 1
+            if stats.first_time("non_finite", key):
+                log.warning("SageAttention returned NaN/inf for %s after its first-call check; %s these calls "
+                            "stay on SDPA for this session.", key.label(),
+                            "the step ran again on SDPA and" if rerun else "the result was already used;")
 
     # -- the override ------------------------------------------------------------------------
 
@@ -120,7 +146,7 @@ class AttentionRouter:
         if isinstance(decision, Reason):
             counters.sdpa[decision] += 1
             return through(func, args, kwargs)
-        return self._run_kernel(decision, call, device, func, args, kwargs, counters, active.generation, through)
+        return self._run_kernel(decision, call, device, func, args, kwargs, counters, active, through)
 
     def call_through(self, func, args, kwargs):
         """The SDPA path: exactly what ComfyUI would have run without us."""
@@ -168,8 +194,9 @@ class AttentionRouter:
         return kernel, key, bucket
 
     def _run_kernel(self, chosen, call: AttentionCall, device: str, func, args, kwargs,
-                    counters: stats.Counters, generation: stats.Generation, through):
+                    counters: stats.Counters, active: ActiveScope, through):
         kernel, key, bucket = chosen
+        generation = active.generation
         q, k, v = call.kernel_views()
 
         def run_sage():
@@ -196,13 +223,8 @@ class AttentionRouter:
                             "session.", verdict.describe(), key.label())
                 return reference
             log.info("SageAttention first-call check %s for %s", verdict.describe(), key.label())
-        # After the check, every result is still tested: one fused reduction and a host sync.
-        # A NaN or inf would blacken the image; eligible calls are long (min_seq_len), so the
-        # sync is small against the call.
-        elif not bool(torch.isfinite(out).all()):
-            self._on_fault(_NonFinite(f"{kernel.name} returned non-finite values"), kernel, device, counters,
-                           generation)
-            return through(func, args, kwargs)
+        else:  # after the check: a device-side flag, read once per step (finite_guard)
+            active.pending.note(key, out)
         stats.note_kernel_success(device)
         if bucket is not None:
             try:
@@ -219,8 +241,7 @@ class AttentionRouter:
 
     def _on_fault(self, exc: BaseException, kernel: kernels.Kernel, device: str,
                   counters: stats.Counters, generation: stats.Generation) -> None:
-        kind = (Fault.WRONG_SHAPE if isinstance(exc, _WrongShape) else
-                Fault.NON_FINITE if isinstance(exc, _NonFinite) else faults.classify(exc))
+        kind = Fault.WRONG_SHAPE if isinstance(exc, _WrongShape) else faults.classify(exc)
         counters.faults[kind] += 1
         counters.sdpa[Reason.KERNEL_FAULT] += 1
         what = faults.describe(exc)

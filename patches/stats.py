@@ -65,6 +65,15 @@ class Generation:
     def counters(self, device: str) -> Counters:
         return self.devices[device]
 
+    def copy_counters(self) -> dict[str, Counters]:
+        return {device: Counters(c.sage, collections.Counter(c.sdpa), collections.Counter(c.faults), c.masks_dropped)
+                for device, c in self.devices.items()}
+
+    def restore_counters(self, saved: dict[str, Counters]) -> None:
+        """Back to ``copy_counters``' state: a step that runs again is counted once."""
+        self.devices.clear()
+        self.devices.update(saved)
+
 
 @dataclasses.dataclass
 class DeviceHealth:

@@ -18,7 +18,7 @@ def test_small_model_steps_benchmark_runs(tmp_path):
     spec = importlib.util.spec_from_file_location("sas_bench_model_steps", ROOT / "bench" / "model_steps.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    results = bench.main(["--small", "--steps", "2", "--out", str(tmp_path)])
+    results = bench.main(["--small", "--steps", "2", "--rounds", "2", "--out", str(tmp_path)])
     (flux,) = results.values()
     assert flux["sdpa"]["rel_l2_vs_sdpa"] == 0.0 and flux["always"]["sage_calls"] == 0  # no kernel on a CPU
     assert "| routed |" in (tmp_path / "model_steps.md").read_text()

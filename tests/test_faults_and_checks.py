@@ -107,6 +107,41 @@ def test_non_finite_output_fails_the_check(model, plain):
     assert gen["sdpa"] == {Reason.CHECK_FAILED.value: CALLS}
 
 
+def nan_after_first_call():
+    calls = []
+
+    def behave(q, k, v, **kwargs):
+        calls.append(1)
+        return reference_attention(q, k, v, **kwargs) if len(calls) == 1 else non_finite(q, k, v, **kwargs)
+    return behave
+
+
+def test_nan_after_the_check_reruns_the_step_on_sdpa(model, plain, caplog):
+    caplog.set_level(logging.WARNING)
+    out, kernel = generate(model, nan_after_first_call())
+    # Step 1: the check passes, the second call is NaN; the step runs again with the key
+    # failed, so every call of the generation ends on SDPA and the latent is ComfyUI's own.
+    assert torch.equal(out, plain)
+    assert len(kernel.calls) == 2
+    gen = last_generation()
+    assert gen["sage"] == 0 and gen["sdpa"] == {Reason.CHECK_FAILED.value: CALLS}
+    assert gen["faults"] == {Fault.NON_FINITE.value: 1}
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "NaN/inf" in warnings[0] and "ran again on SDPA" in warnings[0]
+
+
+def test_finite_flags_are_read_once_per_step_not_per_call(model, monkeypatch):
+    from sage_attention_scope.patches import finite_guard
+    reads, noted = [], []
+    take, note = finite_guard.PendingFlags.take_bad_keys, finite_guard.PendingFlags.note
+    monkeypatch.setattr(finite_guard.PendingFlags, "take_bad_keys", lambda self: reads.append(1) or take(self))
+    monkeypatch.setattr(finite_guard.PendingFlags, "note", lambda self, *a: noted.append(1) or note(self, *a))
+    generate(model, reference_attention)
+    assert last_generation()["sage"] == CALLS
+    assert len(noted) == CALLS - 1  # the first call is the check's, compared in full
+    assert len(reads) == STEPS + 1  # each step, and once at the end of the generation
+
+
 def test_a_wrong_kernel_fails_the_first_call_check_and_its_key_falls_back(model, plain, caplog):
     caplog.set_level(logging.WARNING)
     out, kernel = generate(model, noisy)

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from sage_attention_scope.patches import Reason, Settings, apply_scope, checks, kernels, snapshot
-from sas_models import build, sample, flux_conditioning
+from sas_models import TINY_FLUX, build, flux_conditioning, sample
 from sas_scope import attention, in_scope, last_generation
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
@@ -100,9 +100,7 @@ def test_kernel_runs_under_the_tensors_device_and_restores_the_current_one(kerne
 
 def build_tiny_flux_d128():
     import comfy.supported_models
-    config = dict(image_model="flux", guidance_embed=True, in_channels=16, out_channels=16, vec_in_dim=32,
-                  context_in_dim=32, hidden_size=256, mlp_ratio=2.0, num_heads=2, depth=2, depth_single_blocks=2,
-                  axes_dim=[16, 56, 56], theta=10000, patch_size=2, qkv_bias=True)
+    config = dict(TINY_FLUX, hidden_size=256, depth=2, depth_single_blocks=2, axes_dim=[16, 56, 56])  # 2 heads of 128
     return build(comfy.supported_models.Flux, config, dtype=torch.bfloat16, device=torch.device("cuda:0"))
 
 
@@ -169,9 +167,7 @@ def test_torch_compile_fullgraph_of_a_scoped_block_matches_eager(kernel):
 
 def test_fp8_weights_with_bf16_activations_run_on_the_kernel(kernel):
     import comfy.supported_models
-    config = dict(image_model="flux", guidance_embed=True, in_channels=16, out_channels=16, vec_in_dim=32,
-                  context_in_dim=32, hidden_size=256, mlp_ratio=2.0, num_heads=2, depth=1, depth_single_blocks=1,
-                  axes_dim=[16, 56, 56], theta=10000, patch_size=2, qkv_bias=True)
+    config = dict(TINY_FLUX, hidden_size=256, axes_dim=[16, 56, 56])  # 2 heads of 128, 1 + 1 blocks
     model = build(comfy.supported_models.Flux, config, dtype=torch.float8_e4m3fn, manual_cast=torch.bfloat16,
                   device=torch.device("cuda:0"), std=0.05)
     assert next(model.model.diffusion_model.parameters()).dtype == torch.float8_e4m3fn
@@ -188,9 +184,8 @@ def test_fp8_weights_with_bf16_activations_run_on_the_kernel(kernel):
 def test_partially_loaded_lowvram_model_runs_on_the_kernel(kernel, monkeypatch):
     import comfy.model_management as mm
     import comfy.supported_models
-    config = dict(image_model="flux", guidance_embed=True, in_channels=16, out_channels=16, vec_in_dim=768,
-                  context_in_dim=4096, hidden_size=3072, mlp_ratio=4.0, num_heads=24, depth=1,
-                  depth_single_blocks=2, axes_dim=[16, 56, 56], theta=10000, patch_size=2, qkv_bias=True)
+    config = dict(TINY_FLUX, vec_in_dim=768, context_in_dim=4096, hidden_size=3072, mlp_ratio=4.0, num_heads=24,
+                  depth_single_blocks=2, axes_dim=[16, 56, 56])  # FLUX.1's widths, 1 + 2 blocks
     model = build(comfy.supported_models.Flux, config, dtype=torch.bfloat16, device=torch.device("cuda:0"),
                   std=0.02)
     cond = flux_conditioning(context_dim=4096, pooled_dim=768)
