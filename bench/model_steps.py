@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -42,10 +43,28 @@ LATENT_2048 = {"FLUX.1": (256, 256), "FLUX.2": (128, 128), "Qwen-Image": (1, 256
                "SDXL": (256, 256), "LTX-Video": (16, 22, 39), "LTX-2": (16, 22, 39)}
 
 
+GUARD_OFF = "guard_off"  # diagnostic arm: always, with the per-step finite flags not taken
+
+
+@contextlib.contextmanager
+def finite_guard_off():
+    """Diagnostic only: no finite flags, so the guard never synchronises; what the one host
+    sync a step costs."""
+    from sage_attention_scope.patches import finite_guard
+    note = finite_guard.PendingFlags.note
+    finite_guard.PendingFlags.note = lambda self, key, out: None
+    try:
+        yield
+    finally:
+        finite_guard.PendingFlags.note = note
+
+
 def run_arm(model, sample_once, steps, sdpa_backends=None):
     device = model.load_device
     ctx = contextlib.nullcontext()
-    if sdpa_backends is not None:
+    if sdpa_backends == GUARD_OFF:
+        ctx = finite_guard_off()
+    elif sdpa_backends is not None:
         from torch.nn.attention import sdpa_kernel
         ctx = sdpa_kernel(sdpa_backends)
     with ctx:
@@ -69,7 +88,7 @@ def rel_l2(a, b) -> float:
     return float((a - b).norm() / b.norm().clamp_min(1e-12))
 
 
-def run_family(family: str, small: bool, steps: int) -> tuple[dict, str]:
+def run_family(family: str, small: bool, steps: int, rounds: int, diagnose_guard: bool = False) -> tuple[dict, str]:
     case = next(c for c in CASES if c.family == family)
     cuda = torch.cuda.is_available()
     if small:
@@ -98,14 +117,26 @@ def run_family(family: str, small: bool, steps: int) -> tuple[dict, str]:
         arms["flash_first"] = (model, [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
     arms["routed"] = (scoped_model(model), None)
     arms["always"] = (scoped_model(model, min_seq_len=1, routing="always"), None)
+    if diagnose_guard:
+        arms["always, guard off"] = (arms["always"][0], GUARD_OFF)
+    # Arms interleaved, round after round; the median round per arm, so that clock ramp-up and
+    # a cold first arm do not land on one arm.
+    times = {name: [] for name in arms}
     results, base = {}, None
-    for name, (patched, backends) in arms.items():
-        stats.reset_counters()
-        out, ms, peak = run_arm(patched, sample_once, steps, sdpa_backends=backends)
-        base = out if base is None else base
-        counts = stats.snapshot()["devices"].get(str(model.load_device), {}).get("last_generation", {})
-        results[name] = {"ms_per_step": ms, "peak_mib": peak, "rel_l2_vs_sdpa": rel_l2(out, base),
-                         "sage_calls": counts.get("sage", 0), "sdpa_calls": counts.get("sdpa_total", 0)}
+    for round_index in range(rounds):
+        for name, (patched, backends) in arms.items():
+            stats.reset_counters()
+            out, ms, peak = run_arm(patched, sample_once, steps, sdpa_backends=backends)
+            times[name].append(ms)
+            if round_index:
+                continue
+            base = out if base is None else base
+            counts = stats.snapshot()["devices"].get(str(model.load_device), {}).get("last_generation", {})
+            results[name] = {"peak_mib": peak, "rel_l2_vs_sdpa": rel_l2(out, base),
+                             "sage_calls": counts.get("sage", 0), "sdpa_calls": counts.get("sdpa_total", 0)}
+    for name in arms:
+        results[name]["ms_per_step"] = statistics.median(times[name])
+        results[name]["ms_rounds"] = times[name]
     del model, arms
     comfy.model_management.unload_all_models()
     comfy.model_management.soft_empty_cache()
@@ -152,6 +183,9 @@ def main(argv=None):
     parser.add_argument("--family", nargs="*", help="families to run (default: all this ComfyUI has; "
                                                      "--small: FLUX.1)")
     parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3, help="every arm this many times, interleaved; median")
+    parser.add_argument("--diagnose-guard", action="store_true",
+                        help="add an 'always' arm without the per-step finite flags (what their sync costs)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     cuda = torch.cuda.is_available()
@@ -162,10 +196,10 @@ def main(argv=None):
         if getattr(comfy.supported_models, case.config_class, None) is None:
             print(f"{family}: skipped, this ComfyUI lacks comfy.supported_models.{case.config_class}", flush=True)
             continue
-        results, label = run_family(family, args.small, args.steps)
+        results, label = run_family(family, args.small, args.steps, args.rounds, args.diagnose_guard)
         all_results[label] = results
         print(label, json.dumps(results), flush=True)
-    header = (f"{args.steps} euler steps, {'float32 tiny configs' if args.small else 'bfloat16, real widths'}; "
+    header = (f"{args.steps} euler steps, median of {args.rounds} interleaved rounds, {'float32 tiny configs' if args.small else 'bfloat16, real widths'}; "
               f"device {torch.cuda.get_device_name(0) if cuda else 'CPU'}, torch {torch.__version__}, "
               f"sageattention {kernels.installed().version}"
               + (f", kernel {kernels.resolve('auto', torch.device('cuda:0')).kernel.name}"
