@@ -11,8 +11,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import statistics
 import sys
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import sas_host  # noqa: E402
@@ -92,7 +94,9 @@ def kernel_arms(device) -> tuple[list, object]:
     return arms, auto
 
 
-def measure(shapes, device, dtype) -> list[dict]:
+def measure(shapes, device, dtype, rounds: int = 1) -> list[dict]:
+    """Per shape, every arm ``rounds`` times, interleaved (arm after arm, round after round),
+    and the median round: a clock ramp or a noisy moment then does not land on one arm."""
     arms_of_kernels, auto = kernel_arms(device)
     rows = []
     for label, b, h, nq, nkv, d in shapes:
@@ -100,54 +104,66 @@ def measure(shapes, device, dtype) -> list[dict]:
         ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
         flops = 4 * b * h * nq * nkv * d
         row = {"shape": label, "dims": [b, h, nq, nkv, d]}
+        arms: dict[str, Callable[[], tuple[torch.Tensor, float]]] = {}
 
-        def arm(name, fn, scoped=None):
-            if device.type == "cuda":
-                torch.cuda.reset_peak_memory_stats()
-            base = torch.cuda.memory_allocated() if device.type == "cuda" else 0
-            try:
-                if scoped is not None:  # one open scope around all the timed calls
-                    router, call = scoped
-                    out, ms = router.outer_sample_wrapper(lambda: (call(), timed(call, device)))
-                else:
-                    out, ms = fn(), timed(fn, device)
-            except Exception as exc:  # a kernel this build lacks (e.g. no sm89 module): say so, go on
-                row[name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else ''}"}
-                return
-            peak = (torch.cuda.max_memory_allocated() - base) / 2**20 if device.type == "cuda" else float("nan")
-            cos, rel, _ = checks.compare(out.reshape(b, nq, h, d).transpose(1, 2), ref)
-            row[name] = {"ms": ms, "tflops": flops / ms / 1e9, "peak_mib": peak, "cosine": cos, "rel_l2": rel}
+        def plain(fn):
+            return lambda: (fn(), timed(fn, device))
 
-        arm("sdpa", lambda: comfy_call(q, k, v, h))
+        def in_scope(router, call):  # one open scope around all the timed calls
+            return lambda: router.outer_sample_wrapper(lambda: (call(), timed(call, device)))
+
+        arms["sdpa"] = plain(lambda: comfy_call(q, k, v, h))
         if device.type == "cuda":
             from torch.nn.attention import SDPBackend, sdpa_kernel
+
             def cudnn():
                 with sdpa_kernel([SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]):
                     return comfy_call(q, k, v, h)
-            arm("cudnn_first", cudnn)
+            arms["cudnn_first"] = plain(cudnn)
         for kernel in arms_of_kernels:
             def direct(kernel=kernel):  # the kernel plus the output reshape every caller needs
                 out = kernel.run(q, k, v, layout="HND", sm_scale=None, smooth_k=False)
                 return out.transpose(1, 2).reshape(b, nq, h * d)
-            arm(kernel.name, direct)
+            arms[kernel.name] = plain(direct)
         if auto is not None:
-            kernel = auto
             # routed: the node's defaults (threshold, then measured); measured: timing alone decides;
             # always: every call on the kernel, so always/direct is the router's own overhead.
-            for label, settings in (("routed", Settings()), ("measured", Settings(min_seq_len=1)),
-                                    ("always", Settings(min_seq_len=1, routing="always"))):
+            for name, settings in (("routed", Settings()), ("measured", Settings(min_seq_len=1)),
+                                   ("always", Settings(min_seq_len=1, routing="always"))):
                 router = AttentionRouter(dataclasses.replace(settings, first_call_check=False))
                 options = {"optimized_attention_override": router}
-                arm(f"{label} ({kernel.name})", None, scoped=(router, lambda o=options: comfy_call(q, k, v, h, o)))
+                arms[f"{name} ({auto.name})"] = in_scope(router, lambda o=options: comfy_call(q, k, v, h, o))
+        times: dict[str, list[float]] = {name: [] for name in arms}
+        for round_index in range(rounds):
+            for name, run in arms.items():
+                if "error" in row.get(name, {}):
+                    continue
+                if device.type == "cuda":
+                    torch.cuda.reset_peak_memory_stats()
+                base = torch.cuda.memory_allocated() if device.type == "cuda" else 0
+                try:
+                    out, ms = run()
+                except Exception as exc:  # a kernel this build lacks (e.g. no sm89 module): say so, go on
+                    row[name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else ''}"}
+                    continue
+                times[name].append(ms)
+                if round_index == 0:
+                    peak = (torch.cuda.max_memory_allocated() - base) / 2**20 if device.type == "cuda" else float("nan")
+                    cos, rel, _ = checks.compare(out.reshape(b, nq, h, d).transpose(1, 2), ref)
+                    row[name] = {"peak_mib": peak, "cosine": cos, "rel_l2": rel}
+        for name, values in times.items():
+            if values:
+                ms = statistics.median(values)
+                row[name].update(ms=ms, ms_rounds=values, tflops=flops / ms / 1e9)
         rows.append(row)
     return rows
 
 
-def to_markdown(info: dict, rows: list[dict]) -> str:
+def to_markdown(info: dict, rows: list[dict], rounds: int = 1) -> str:
     arms = list(dict.fromkeys(a for row in rows for a in row if a not in ("shape", "dims")))
     head = (f"Device: {info['device']}; torch {info['torch']}; Triton {info['triton']}; "
-            f"sageattention {info['sageattention']}. ms per call, median of {REPEATS} back-to-back calls "
-            f"after {WARMUP} warm-ups, one synchronise per arm "
+            f"sageattention {info['sageattention']}. ms per call: median of {REPEATS} back-to-back calls "
+            f"after {WARMUP} warm-ups, one synchronise per arm; the median of {rounds} interleaved rounds "
             f"(× = SDPA time / arm time; rel L2 vs fp32).\n\n")
     lines = ["| shape (B, H, Nq, Nkv, D) | " + " | ".join(arms) + " |", "|---" * (len(arms) + 1) + "|"]
     for row in rows:
@@ -193,14 +209,15 @@ def plot(rows: list[dict], info: dict, path: Path) -> bool:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", action="store_true", help="tiny shapes, any device (CI)")
+    parser.add_argument("--rounds", type=int, default=3, help="every arm this many times, interleaved; median")
     parser.add_argument("--out", type=Path, help="folder for attention_calls.md / .json")
     args = parser.parse_args(argv)
     device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     info = versions()
     print(" | ".join(f"{k} {v}" for k, v in info.items()), flush=True)
-    rows = measure(SMALL_SHAPES if args.small else SHAPES + SWEEP, device, dtype)
-    table = to_markdown(info, rows)
+    rows = measure(SMALL_SHAPES if args.small else SHAPES + SWEEP, device, dtype, args.rounds)
+    table = to_markdown(info, rows, args.rounds)
     print(table)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
