@@ -75,6 +75,17 @@ def inputs(b, h, nq, nkv, d, device, dtype, seed=0):
     return q.to(dtype), k.to(dtype), v.to(dtype)
 
 
+def fp32_reference(q, k, v):
+    """fp32 SDPA on the memory-efficient kernel where it exists: a ComfyUI that turns that
+    backend off globally (0.12 does on some setups) would otherwise fall back to the math
+    kernel, which needs N² memory (96 GiB at 32k tokens, 24 heads)."""
+    if q.device.type != "cuda":
+        return F.scaled_dot_product_attention(q.float(), k.float(), v.float())
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    with sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]):
+        return F.scaled_dot_product_attention(q.float(), k.float(), v.float())
+
+
 def comfy_call(q, k, v, heads, options=None):
     """One call as a diffusion model makes it: ComfyUI's wrap_attn-wrapped SDPA, (B, N, H*D) out."""
     return comfy_attention.attention_pytorch(q, k, v, heads, skip_reshape=True, transformer_options=options)
@@ -101,7 +112,7 @@ def measure(shapes, device, dtype, rounds: int = 1) -> list[dict]:
     rows = []
     for label, b, h, nq, nkv, d in shapes:
         q, k, v = inputs(b, h, nq, nkv, d, device, dtype)
-        ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
+        ref = fp32_reference(q, k, v)
         flops = 4 * b * h * nq * nkv * d
         row = {"shape": label, "dims": [b, h, nq, nkv, d]}
         arms: dict[str, Callable[[], tuple[torch.Tensor, float]]] = {}

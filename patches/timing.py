@@ -6,8 +6,12 @@ GPU, the kernel and the shape. The router asks ``decision(key)`` on every call (
 lookup); the first call of a bucket without a decision is timed both ways here.
 
 A bucket is device x kernel x dtype x head size x (query, key) lengths rounded up to a power
-of two. A few repetitions of each arm (CUDA events, one synchronise per arm) cost a few
-milliseconds per bucket; a diffusion model has one to three buckets.
+of two. The two arms are timed in interleaved rounds (SDPA, Sage, SDPA, Sage, ...; a few
+repetitions each, CUDA events, one synchronise per arm) and each arm's median round counts, so
+one transient - a clock dip, a neighbour's burst - cannot lock a bucket to the wrong side for
+the session (seen on the H200: one three-repetition sample once put FLUX's 2048² bucket on
+SDPA, where SageAttention 2 is 1.2x faster). That costs some tens of milliseconds per bucket;
+a diffusion model has one to three buckets.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ ROUTINGS = (ROUTING_MEASURED, ROUTING_ALWAYS)
 
 WARMUP = 1
 REPEATS = 3
+ROUNDS = 3
 # SageAttention must beat SDPA by more than this to take a bucket: a near-tie goes to SDPA,
 # the exact kernel.
 TIE_MARGIN = 0.03
@@ -101,7 +106,11 @@ def event_clock(arm: str, fn: Callable[[], object], device: torch.device, warmup
             t0 = time.perf_counter()
             fn()
             times.append((time.perf_counter() - t0) * 1e3)
-    return sorted(times)[len(times) // 2]
+    return _median(times)
+
+
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
 
 
 class _Decisions:
@@ -124,13 +133,15 @@ def measure(key: BucketKey, run_sage: Callable[[], object], run_sdpa: Callable[[
     a failing SageAttention gives ``sage_ms=None``; a failing SDPA propagates (it is the path
     ComfyUI would have taken anyway)."""
     clock = _state.clock
-    sdpa_ms = clock(ARM_SDPA, run_sdpa, device)
-    try:
-        sage_ms = clock(ARM_SAGE, run_sage, device)
-    except Exception:  # noqa: BLE001 - a failing arm loses; the caller counts the fault
-        _keep(Decision(key, None, sdpa_ms))
-        raise
-    result = Decision(key, sage_ms, sdpa_ms)
+    sdpa_rounds, sage_rounds = [], []
+    for _ in range(ROUNDS):
+        sdpa_rounds.append(clock(ARM_SDPA, run_sdpa, device))
+        try:
+            sage_rounds.append(clock(ARM_SAGE, run_sage, device))
+        except Exception:  # noqa: BLE001 - a failing arm loses; the caller counts the fault
+            _keep(Decision(key, None, _median(sdpa_rounds)))
+            raise
+    result = Decision(key, _median(sage_rounds), _median(sdpa_rounds))
     _keep(result)
     return result
 
