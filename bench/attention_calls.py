@@ -48,7 +48,8 @@ SMALL_SHAPES = [("small self-attn", 1, 2, 256, 256, 64), ("small cross-attn", 1,
 
 
 def versions() -> dict:
-    info = {"torch": torch.__version__, "sageattention": kernels.installed().version or "not installed"}
+    info = {"comfyui": sas_host.comfyui_version(), "torch": torch.__version__,
+            "sageattention": kernels.installed().version or "not installed"}
     try:
         import triton
         info["triton"] = triton.__version__
@@ -172,7 +173,7 @@ def measure(shapes, device, dtype, rounds: int = 1) -> list[dict]:
 
 def to_markdown(info: dict, rows: list[dict], rounds: int = 1) -> str:
     arms = list(dict.fromkeys(a for row in rows for a in row if a not in ("shape", "dims")))
-    head = (f"Device: {info['device']}; torch {info['torch']}; Triton {info['triton']}; "
+    head = (f"Device: {info['device']}; ComfyUI {info['comfyui']}; torch {info['torch']}; Triton {info['triton']}; "
             f"sageattention {info['sageattention']}. ms per call: median of {REPEATS} back-to-back calls "
             f"after {WARMUP} warm-ups, one synchronise per arm; the median of {rounds} interleaved rounds "
             f"(× = SDPA time / arm time; rel L2 vs fp32).\n\n")

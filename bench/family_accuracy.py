@@ -122,7 +122,7 @@ def main(argv=None):
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     probe_state = probe_kernel(device)
     kernel = probe_state[0]
-    what = (f"{torch.cuda.get_device_name(device)}, torch {torch.__version__}, sageattention "
+    what = (f"{torch.cuda.get_device_name(device)}, ComfyUI {sas_host.comfyui_version()}, torch {torch.__version__}, sageattention "
             f"{kernels.installed().version}, kernel {kernels.resolve('auto', device).kernel.name}"
             if device.type == "cuda" else f"CPU, torch {torch.__version__}, {kernel.spec.function_name} test double")
     results = []

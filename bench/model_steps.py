@@ -200,7 +200,8 @@ def main(argv=None):
         all_results[label] = results
         print(label, json.dumps(results), flush=True)
     header = (f"{args.steps} euler steps, median of {args.rounds} interleaved rounds, {'float32 tiny configs' if args.small else 'bfloat16, real widths'}; "
-              f"device {torch.cuda.get_device_name(0) if cuda else 'CPU'}, torch {torch.__version__}, "
+              f"device {torch.cuda.get_device_name(0) if cuda else 'CPU'}, ComfyUI {sas_host.comfyui_version()}, "
+              f"torch {torch.__version__}, "
               f"sageattention {kernels.installed().version}"
               + (f", kernel {kernels.resolve('auto', torch.device('cuda:0')).kernel.name}"
                  if cuda and kernels.resolve('auto', torch.device('cuda:0')).kernel else ""))
