@@ -73,6 +73,16 @@ def non_finite(q, k, v, **kwargs):
     return out
 
 
+def nan_after_first_call():
+    """A kernel right on its first call (which the check compares with SDPA), NaN on every later one."""
+    calls = []
+
+    def behave(q, k, v, **kwargs):
+        calls.append(1)
+        return reference_attention(q, k, v, **kwargs) if len(calls) == 1 else non_finite(q, k, v, **kwargs)
+    return behave
+
+
 def wrong_shape(q, k, v, **kwargs):
     return reference_attention(q, k, v, **kwargs)[..., :-1]
 

@@ -12,23 +12,13 @@ import triton.compiler.errors
 
 from sage_attention_scope.patches import Reason, Settings, apply_scope, families, stats
 from sage_attention_scope.patches.faults import TRITON_RETIRE_AFTER, Fault
-from sas_doubles import RecordingKernel, make_kernel, non_finite, raising, reference_attention, registered, \
+from sas_doubles import RecordingKernel, make_kernel, nan_after_first_call, non_finite, raising, registered, \
     wrong_shape
 from sas_families import SAGE, Case, routing_table, sample_case
 
 STEPS = 2
 TOLERANCE = dict(rtol=1e-3, atol=1e-3)  # the routed fault-free run against SDPA passes this too
 PACK_LOGGER = "sage_attention_scope"
-
-
-def nan_after_the_check():
-    """Right on the first call (which the check compares with SDPA), NaN on every later one."""
-    seen = []
-
-    def behave(q, k, v, **kwargs):
-        seen.append(1)
-        return reference_attention(q, k, v, **kwargs) if len(seen) == 1 else non_finite(q, k, v, **kwargs)
-    return behave
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +57,7 @@ FAULTS = [
     # Every family's step makes two or more eligible calls: the second call of step 1 is the
     # first NaN, read at the end of the step, which then runs again with the key failed (and
     # the discarded pass uncounted), so every call ends on SDPA.
-    FaultKind("non-finite after the check", nan_after_the_check,
+    FaultKind("non-finite after the check", nan_after_first_call,
               lambda n: _table({Reason.CHECK_FAILED: n}, {Fault.NON_FINITE: 1})),
     FaultKind("wrong output shape", lambda: wrong_shape,
               lambda n: _table({Reason.KERNEL_FAULT: n}, {Fault.WRONG_SHAPE: n})),

@@ -9,8 +9,8 @@ import triton.runtime.errors
 
 from sage_attention_scope.patches import MAX_REL_L2, Reason, Settings, apply_scope, checks, snapshot, stats
 from sage_attention_scope.patches.faults import TRITON_RETIRE_AFTER, Fault, classify
-from sas_doubles import (RecordingKernel, make_kernel, noisy, non_finite, raising, reference_attention,
-                         registered, wrong_shape)
+from sas_doubles import (RecordingKernel, make_kernel, nan_after_first_call, noisy, non_finite, raising,
+                         reference_attention, registered, wrong_shape)
 from sas_models import DEVICE, flux_conditioning, sample, tiny_flux
 from sas_scope import last_generation
 
@@ -105,15 +105,6 @@ def test_non_finite_output_fails_the_check(model, plain):
     gen = last_generation()
     assert gen["faults"] == {Fault.NON_FINITE.value: 1}
     assert gen["sdpa"] == {Reason.CHECK_FAILED.value: CALLS}
-
-
-def nan_after_first_call():
-    calls = []
-
-    def behave(q, k, v, **kwargs):
-        calls.append(1)
-        return reference_attention(q, k, v, **kwargs) if len(calls) == 1 else non_finite(q, k, v, **kwargs)
-    return behave
 
 
 def test_nan_after_the_check_reruns_the_step_on_sdpa(model, plain, caplog):
