@@ -61,13 +61,16 @@ _flux_keys_of_this_comfyui()
 
 
 def build(supported_cls, unet_config: dict, dtype=torch.float32, seed: int = 0, device=None, std=0.2,
-          manual_cast=None):
+          manual_cast=None, operations=None):
     """A ModelPatcher around a random-weight model of ``supported_cls`` (e.g. supported_models.Flux).
     ``dtype`` is the weights' dtype; ``manual_cast`` the compute dtype when it differs, as ComfyUI
-    sets it for fp8 weights (UNETLoader's weight_dtype)."""
+    sets it for fp8 weights (UNETLoader's weight_dtype); ``operations`` replaces ComfyUI's layer
+    classes the way a loader's ``custom_operations`` model option does (ComfyUI-GGUF)."""
     torch.manual_seed(seed)
     config = supported_cls(dict(unet_config))
     config.set_inference_dtype(dtype, manual_cast)
+    if operations is not None:
+        config.custom_operations = operations
     model = config.get_model({})
     device = device or comfy.model_management.get_torch_device()
     with torch.no_grad():
