@@ -27,10 +27,12 @@ SUPPORTED_MODELS_MODULE = "comfy.supported_models"
 class CallSite:
     """One kind of attention call a family makes, for the docs and the tests' tables.
     ``reason`` None: eligible (runs on SageAttention when measured faster); else the reason it
-    stays on SDPA at default settings."""
+    stays on SDPA at default settings. ``unreached``: ComfyUI makes the call without the
+    model's transformer_options, so it never reaches the scope (SDPA, not counted)."""
     name: str
     reason: Optional[Reason]
     why: str = ""
+    unreached: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,6 +137,7 @@ def markdown_tables() -> str:
                       ("opens" + (f" (needs {family.needs})" if family.needs else "") if family.opens
                        else f"never opens: {family.why_not}") + " |")
         for site in family.call_sites:
-            route = "SageAttention" if site.reason is None else f"SDPA (`{site.reason.value}`)"
+            route = ("SDPA (never reaches the scope)" if site.unreached else
+                     "SageAttention" if site.reason is None else f"SDPA (`{site.reason.value}`)")
             calls.append(f"| {family.name} | {site.name} | {route} | {site.why} |")
     return "\n".join(models) + "\n\n" + "\n".join(calls)

@@ -12,7 +12,8 @@ Z_IMAGE = register(Family(
         CallSite("noise-refiner layers: image tokens", None),
         CallSite("context-refiner layers: text tokens only", Reason.TOO_SHORT,
                  "a few hundred tokens at most, far below the threshold"),
-        CallSite("Z-Image Control layers (their attention passes a mask)", Reason.MASK,
-                 "SageAttention takes no mask"),
+        CallSite("Z-Image Control layers (ZImageFunControlnet model patch, ComfyUI >= 0.8)", None,
+                 "the patch runs the control blocks without transformer_options (and without a mask); "
+                 "were a mask passed, it would stay on SDPA (`mask`)", unreached=True),
     ),
 ))
