@@ -25,6 +25,9 @@ from .settings import Settings
 log = logging.getLogger(__name__)
 
 OVERRIDE_KEY = "optimized_attention_override"
+# Each re-run of a step fails at least one more key (device x dtype x head size x kernel), and a
+# step has a handful at most; past this, the step's result stands and the rest is read at the end.
+MAX_STEP_RERUNS = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,7 +109,7 @@ class AttentionRouter:
         """Runs one step (ControlNets and model forward), reads its kernel results' finite
         flags once, and if one is NaN/inf, runs the step again with those keys on SDPA; the
         counters of the discarded pass are rolled back."""
-        for _ in range(len(kernels.KERNEL_NAMES) * 8):  # each pass retires a key: bounded
+        for _ in range(MAX_STEP_RERUNS):
             before = active.generation.copy_counters()
             out = run()
             bad = active.pending.take_bad_keys()
