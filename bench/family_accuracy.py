@@ -29,7 +29,7 @@ import comfy.supported_models  # noqa: E402
 
 from sage_attention_scope.patches import Settings, checks, families, kernels, scope_for_family, stats  # noqa: E402
 from sas_doubles import reference_attention  # noqa: E402
-from sas_families import CASES, REAL_WIDTHS, Case  # noqa: E402
+from sas_families import CASES, Case, lacking, widths  # noqa: E402
 from sas_models import build, sample  # noqa: E402
 
 PROBE = "accuracy_probe"
@@ -70,10 +70,8 @@ def probe_kernel(device) -> tuple[kernels.Kernel, Probe]:
 
 def run_family(case: Case, small: bool, device, dtype, probe_state) -> dict:
     kernel, probe = probe_state
-    real = REAL_WIDTHS[case.family]
-    config, conditioning, latent_hw, channels, latent = (
-        (case.unet_config, case.conditioning, case.latent_hw, case.channels, case.latent) if small
-        else (real.config, real.conditioning, real.latent_hw, real.channels, real.latent))
+    w = widths(case, small)
+    config, conditioning, latent_hw, channels, latent = w.config, w.conditioning, w.latent_hw, w.channels, w.latent
     cls = getattr(comfy.supported_models, case.config_class)
     model = build(cls, config, dtype=dtype, device=device, std=0.2 if small else 0.02)
     probe.rows.clear()
@@ -122,13 +120,14 @@ def main(argv=None):
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     probe_state = probe_kernel(device)
     kernel = probe_state[0]
-    what = (f"{torch.cuda.get_device_name(device)}, ComfyUI {sas_host.comfyui_version()}, torch {torch.__version__}, sageattention "
+    what = (f"{torch.cuda.get_device_name(device)}, ComfyUI {sas_host.comfyui_version()}, torch {torch.__version__}, "
+            f"sageattention "
             f"{kernels.installed().version}, kernel {kernels.resolve('auto', device).kernel.name}"
             if device.type == "cuda" else f"CPU, torch {torch.__version__}, {kernel.spec.function_name} test double")
     results = []
     for case in CASES:
-        if getattr(comfy.supported_models, case.config_class, None) is None:
-            print(f"{case.family}: skipped, this ComfyUI lacks comfy.supported_models.{case.config_class}", flush=True)
+        if lacking(case):
+            print(f"{case.family}: skipped, {lacking(case)}", flush=True)
             continue
         results.append(run_family(case, args.small, device, dtype, probe_state))
         print(json.dumps({k: v for k, v in results[-1].items() if k != "shapes"}), flush=True)

@@ -18,10 +18,8 @@ sas_host.import_pack()
 
 import torch  # noqa: E402
 
-import comfy.supported_models  # noqa: E402
 
-
-from sas_families import CASES, model_of, sample_case  # noqa: E402
+from sas_families import CASES, lacking, model_of, sample_case  # noqa: E402
 from sas_fault_matrix import FAULTS, STEPS, TOLERANCE, run  # noqa: E402
 
 
@@ -37,8 +35,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     outcomes, skipped = [], []
     for case in CASES:
-        if getattr(comfy.supported_models, case.config_class, None) is None:
-            skipped.append(f"{case.family} (this ComfyUI lacks comfy.supported_models.{case.config_class})")
+        if lacking(case):
+            skipped.append(f"{case.family}: {lacking(case)}")
             continue
         model = model_of(case)
         reference = sample_case(model, case, steps=STEPS)
@@ -58,7 +56,7 @@ def main(argv=None):
         f"**{len(outcomes)} generations, {injected} faults injected, {completed} completed, {wrong} wrong outputs, "
         f"{miscounted} with counters other than expected.**",
         "",
-        *([f"Not run: {', '.join(skipped)}.", ""] if skipped else []),
+        *([f"Not run: {'; '.join(skipped)}.", ""] if skipped else []),
         "| family | fault | completed | within tolerance | counters of the generation | warnings logged |",
         "|---|---|---|---|---|---|",
     ]

@@ -34,8 +34,8 @@ import comfy.supported_models  # noqa: E402
 
 from sage_attention_scope.nodes.scope import scoped_model  # noqa: E402
 from sage_attention_scope.patches import kernels, stats  # noqa: E402
-from sas_families import CASES, REAL_WIDTHS, ltxav_latent  # noqa: E402
-from sas_models import build, sample  # noqa: E402
+from sas_families import CASES, lacking, ltxav_latent, widths  # noqa: E402
+from sas_models import build, flat_latent, sample  # noqa: E402
 
 # Latents of a 2048² image (FLUX.2: 16× down, patch 1; Qwen-Image: one frame) and of LTX's
 # 1248×704×121 video, which REAL_WIDTHS already has.
@@ -79,9 +79,7 @@ def run_arm(model, sample_once, steps, sdpa_backends=None):
             torch.cuda.synchronize()
         elapsed = time.perf_counter() - t0
     peak = (torch.cuda.max_memory_allocated() - base) / 2**20 if device.type == "cuda" else float("nan")
-    if getattr(latent, "is_nested", False):  # LTX-2: video and audio
-        latent = torch.cat([t.flatten() for t in latent.unbind()])
-    return latent.float(), elapsed * 1e3 / steps, peak
+    return flat_latent(latent).float(), elapsed * 1e3 / steps, peak
 
 
 def rel_l2(a, b) -> float:
@@ -91,16 +89,12 @@ def rel_l2(a, b) -> float:
 def run_family(family: str, small: bool, steps: int, rounds: int, diagnose_guard: bool = False) -> tuple[dict, str]:
     case = next(c for c in CASES if c.family == family)
     cuda = torch.cuda.is_available()
-    if small:
-        config, conditioning, latent_hw, channels, latent = (
-            case.unet_config, case.conditioning, case.latent_hw, case.channels, case.latent)
-        dtype = torch.float32
-    else:
-        real = REAL_WIDTHS[family]
-        config, conditioning, channels = real.config, real.conditioning, real.channels
+    w = widths(case, small)
+    config, conditioning, latent_hw, channels, latent = w.config, w.conditioning, w.latent_hw, w.channels, w.latent
+    dtype = torch.float32 if small else torch.bfloat16
+    if not small:
         latent_hw = LATENT_2048[family]
         latent = (lambda: ltxav_latent(latent_hw, 121)) if family == "LTX-2" else None
-        dtype = torch.bfloat16
     model = build(getattr(comfy.supported_models, case.config_class), config, dtype=dtype, std=0.02)
     cond = conditioning()
 
@@ -193,8 +187,8 @@ def main(argv=None):
     all_results = {}
     for family in wanted:
         case = next(c for c in CASES if c.family == family)
-        if getattr(comfy.supported_models, case.config_class, None) is None:
-            print(f"{family}: skipped, this ComfyUI lacks comfy.supported_models.{case.config_class}", flush=True)
+        if lacking(case):
+            print(f"{family}: skipped, {lacking(case)}", flush=True)
             continue
         results, label = run_family(family, args.small, args.steps, args.rounds, args.diagnose_guard)
         all_results[label] = results

@@ -18,7 +18,7 @@ import comfy.supported_models
 from sage_attention_scope.patches import Reason, families
 from sas_models import (FLUX2_MIN_TEXT_TOKENS, TINY_FLUX, TINY_FLUX2, TINY_LTXAV, TINY_LTXV, TINY_QWEN_IMAGE, TINY_SDXL,
                         TINY_Z_IMAGE, LTXAV_AUDIO_BINS, LTXAV_AUDIO_CHANNELS, build,
-                        flux_conditioning, sample, text_conditioning)
+                        flat_latent, flux_conditioning, sample, text_conditioning)
 
 TEXT = 5  # text tokens in every tiny conditioning
 SAGE = "sage"
@@ -154,22 +154,32 @@ def ltxav_latent(video_fhw, audio_frames):
         torch.zeros(1, LTXAV_AUDIO_CHANNELS, audio_frames, LTXAV_AUDIO_BINS)))
 
 
+def lacking(case: Case) -> str | None:
+    """Why this ComfyUI cannot build ``case`` (a class it lacks), or None."""
+    if hasattr(comfy.supported_models, case.config_class):
+        return None
+    needs = families.by_name(case.family).needs
+    return f"this ComfyUI lacks comfy.supported_models.{case.config_class}" + (f" (needs {needs})" if needs else "")
+
+
+def widths(case: Case, small: bool) -> RealWidths:
+    """The benchmarks' model: the tiny test config (``small``) or the released widths."""
+    if small:
+        return RealWidths(case.unet_config, case.conditioning, case.latent_hw, case.channels, case.latent)
+    return REAL_WIDTHS[case.family]
+
+
 def model_of(case: Case):
-    cls = getattr(comfy.supported_models, case.config_class, None)
-    if cls is None:
-        needs = families.by_name(case.family).needs
-        pytest.skip(f"this ComfyUI lacks comfy.supported_models.{case.config_class}"
-                    + (f" (needs {needs})" if needs else ""))
-    return build(cls, case.unet_config)
+    why = lacking(case)
+    if why:
+        pytest.skip(why)
+    return build(getattr(comfy.supported_models, case.config_class), case.unet_config)
 
 
 def sample_case(model, case: Case, **kwargs):
     """The sampled latent; a nested one (LTX-2's video + audio) flattened into one tensor."""
-    out = sample(model, case.conditioning(), latent_hw=case.latent_hw, channels=case.channels,
-                 latent=case.latent() if case.latent else None, **kwargs)
-    if getattr(out, "is_nested", False):
-        out = torch.cat([t.flatten() for t in out.unbind()])
-    return out
+    return flat_latent(sample(model, case.conditioning(), latent_hw=case.latent_hw, channels=case.channels,
+                              latent=case.latent() if case.latent else None, **kwargs))
 
 
 def routing_table(counts: dict) -> dict:

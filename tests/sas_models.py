@@ -96,6 +96,13 @@ def text_conditioning(tokens=5, dim=32, seed=1, **extra):
     return [[torch.randn(1, tokens, dim, generator=g), dict(extra)]]
 
 
+def flat_latent(latent: torch.Tensor) -> torch.Tensor:
+    """A nested latent (LTX-2's video + audio) as one flat tensor; any other as it is."""
+    if getattr(latent, "is_nested", False):
+        return torch.cat([t.flatten() for t in latent.unbind()])
+    return latent
+
+
 def sample(model_patcher, positive, negative=None, *, latent_hw=(8, 8), channels=16, steps=1, cfg=1.0,
            seed=0, sampler="euler", scheduler="simple", latent=None):
     """``latent_hw`` is (H, W), or (frames, H, W) for video latents; ``latent`` (e.g. LTX-2's
