@@ -121,8 +121,7 @@ def main(argv=None):
     probe_state = probe_kernel(device)
     kernel = probe_state[0]
     what = (f"{torch.cuda.get_device_name(device)}, ComfyUI {sas_host.comfyui_version()}, torch {torch.__version__}, "
-            f"sageattention "
-            f"{kernels.installed().version}, kernel {kernels.resolve('auto', device).kernel.name}"
+            f"sageattention {kernels.installed().version}, kernel {kernels.resolve('auto', device).kernel.name}"
             if device.type == "cuda" else f"CPU, torch {torch.__version__}, {kernel.spec.function_name} test double")
     results = []
     for case in CASES:
