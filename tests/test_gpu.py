@@ -2,27 +2,16 @@
 
 Set SAS_GPU_RECORD to a file path to append each measured figure as a JSON line.
 """
-import json
-import os
-
 import pytest
 import torch
 import torch.nn.functional as F
 
 from sage_attention_scope.patches import Reason, Settings, apply_scope, checks, kernels, snapshot
+from sas_gpu import build_tiny_flux_d128, record
 from sas_models import TINY_FLUX, build, flux_conditioning, sample
 from sas_scope import attention, in_scope, last_generation
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
-
-
-def record(**figures):
-    path = os.environ.get("SAS_GPU_RECORD")
-    if path:
-        figures.update(gpu=torch.cuda.get_device_name(0), torch=torch.__version__,
-                       sageattention=kernels.installed().version)
-        with open(path, "a") as f:
-            f.write(json.dumps(figures) + "\n")
 
 
 @pytest.fixture
@@ -96,12 +85,6 @@ def test_kernel_runs_under_the_tensors_device_and_restores_the_current_one(kerne
     assert out.device == target and torch.cuda.current_device() == 0
     ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
     assert checks.compare(out, ref)[1] <= checks.MAX_REL_L2
-
-
-def build_tiny_flux_d128():
-    import comfy.supported_models
-    config = dict(TINY_FLUX, hidden_size=256, depth=2, depth_single_blocks=2, axes_dim=[16, 56, 56])  # 2 heads of 128
-    return build(comfy.supported_models.Flux, config, dtype=torch.bfloat16, device=torch.device("cuda:0"))
 
 
 def test_scoped_flux_runs_every_call_on_the_real_kernel(kernel):
