@@ -2,6 +2,7 @@
 import json
 import os
 
+import pytest
 import torch
 
 from sage_attention_scope.patches import kernels
@@ -23,3 +24,11 @@ def build_tiny_flux_d128(device="cuda:0"):
     import comfy.supported_models
     config = dict(TINY_FLUX, hidden_size=256, depth=2, depth_single_blocks=2, axes_dim=[16, 56, 56])
     return build(comfy.supported_models.Flux, config, dtype=torch.bfloat16, device=torch.device(device))
+
+
+def kernel_on(device: str) -> kernels.Kernel:
+    """The kernel ``auto`` picks on ``device``; the test skips, saying why, where there is none."""
+    res = kernels.resolve("auto", torch.device(device))
+    if res.kernel is None:
+        pytest.skip(f"no SageAttention kernel on {device}: {res.why}")
+    return res.kernel

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from sage_attention_scope.patches import Reason, Settings, apply_scope, checks, kernels, snapshot
-from sas_gpu import build_tiny_flux_d128, record
+from sas_gpu import build_tiny_flux_d128, kernel_on, record
 from sas_models import TINY_FLUX, build, flux_conditioning, sample
 from sas_scope import attention, in_scope, last_generation
 
@@ -16,10 +16,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 
 @pytest.fixture
 def kernel():
-    res = kernels.resolve("auto", torch.device("cuda:0"))
-    if res.kernel is None:
-        pytest.skip(f"no SageAttention kernel here: {res.why}")
-    return res.kernel
+    return kernel_on("cuda:0")
 
 
 def qkv(shape, dtype, layout="HND", seed=0):

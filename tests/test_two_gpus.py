@@ -6,10 +6,10 @@ import torch
 import comfy.supported_models
 
 from sage_attention_scope.nodes.status import render
-from sage_attention_scope.patches import Reason, Settings, apply_scope, checks, kernels, snapshot
+from sage_attention_scope.patches import Reason, Settings, apply_scope, checks, snapshot
 from sas_doubles import RecordingKernel, make_kernel, noisy, reference_attention, registered
 from sas_families import CASES, SAGE, sample_case
-from sas_gpu import build_tiny_flux_d128, record
+from sas_gpu import build_tiny_flux_d128, kernel_on, record
 from sas_models import build, flux_conditioning, sample
 from sas_scope import last_generation
 
@@ -22,10 +22,7 @@ SDXL = next(c for c in CASES if c.family == "SDXL")
 
 @pytest.fixture
 def kernel_on_cuda1():
-    res = kernels.resolve("auto", torch.device("cuda:1"))
-    if res.kernel is None:
-        pytest.skip(f"no SageAttention kernel on cuda:1: {res.why}")
-    return res.kernel
+    return kernel_on("cuda:1")
 
 
 def _scoped_run_leaves_cuda0_alone(sample_scoped):
