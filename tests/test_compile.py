@@ -2,12 +2,11 @@
 compiles as one graph and the op still routes, checks, counts and falls back at run time."""
 from __future__ import annotations
 
-import pytest
 import torch
 
 from sage_attention_scope.patches import Reason, Settings, apply_scope, router_of
 from sage_attention_scope.patches.compiled import OP
-from sas_doubles import RecordingKernel, make_kernel, non_finite, raising, registered
+from sas_doubles import RecordingKernel, make_kernel, raising, registered
 import comfy.supported_models
 
 from sas_models import TINY_FLUX, build, flux_conditioning, sample, tiny_flux
