@@ -13,10 +13,10 @@ import comfy.supported_models
 from sage_attention_scope.nodes.status import render
 from sage_attention_scope.patches import Reason, Settings, families, scope_for_family, snapshot
 from sas_doubles import RecordingKernel, make_kernel, registered
-from sas_families import (CASES, FLUX_TOKENS, SAGE, model_of as _model, routing_table as _table,
+from sas_families import (CASES, FLUX_TOKENS, QWEN_TOKENS, SAGE, model_of as _model, routing_table as _table,
                           sample_case as _sample)
-from sas_models import TINY_FLUX, TINY_FLUX2, TINY_SD15, TINY_SDXL, TINY_Z_IMAGE, build, flux_conditioning, \
-    sample, text_conditioning
+from sas_models import TINY_FLUX, TINY_FLUX2, TINY_QWEN_IMAGE, TINY_SD15, TINY_SDXL, TINY_Z_IMAGE, build, \
+    flux_conditioning, sample, text_conditioning
 from sas_scope import last_generation
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.family)
@@ -130,22 +130,51 @@ def test_flux_masks_that_mask_are_kept_and_noop_masks_dropped(fill, expected):
     torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)
 
 
+def _qwen_image_passes_its_text_mask() -> bool:
+    import inspect
+
+    import comfy.ldm.qwen_image.model
+    return "attn_mask" in inspect.getsource(comfy.ldm.qwen_image.model.Attention.forward)
+
+
+@pytest.mark.parametrize("text_mask, expected, dropped", [
+    ([1, 1, 1, 1, 1], {SAGE: TINY_QWEN_IMAGE["num_layers"]}, TINY_QWEN_IMAGE["num_layers"]),  # masks nothing
+    ([1, 1, 1, 0, 0], {Reason.MASK: TINY_QWEN_IMAGE["num_layers"]}, 0),                        # masks two tokens
+])
+def test_qwen_image_masks_that_mask_stay_on_sdpa_and_noop_masks_are_dropped(text_mask, expected, dropped):
+    if not _qwen_image_passes_its_text_mask():
+        pytest.skip("this ComfyUI's Qwen-Image passes no text mask to attention (0.3.75 drops it; 0.12 passes it)")
+    model = build(comfy.supported_models.QwenImage, TINY_QWEN_IMAGE)
+    cond = text_conditioning(attention_mask=torch.tensor([text_mask]))
+    plain = sample(model, cond, latent_hw=(1, 8, 8))
+    with registered(make_kernel("double", RecordingKernel())):
+        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=QWEN_TOKENS))
+        routed = sample(scoped, cond, latent_hw=(1, 8, 8))
+    counts = last_generation()
+    assert _table(counts) == expected and counts["masks_dropped"] == dropped
+    torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)
+
+
 # -- work that runs inside the sampling loop ---------------------------------------------------
 
-def _flux_controlnet(depth=1):
+def _controlnet(net, **options):
+    """``net`` with random weights, as ComfyUI's ControlNet wrapper runs it in the sampling loop."""
     import comfy.controlnet
-    import comfy.ldm.flux.controlnet
     import comfy.model_management
+    with torch.no_grad():
+        for p in net.parameters():
+            p.normal_(0, 0.2)
+    return comfy.controlnet.ControlNet(net, load_device=comfy.model_management.get_torch_device(), **options)
+
+
+def _flux_controlnet(depth=1):
+    import comfy.ldm.flux.controlnet
     import comfy.ops
     torch.manual_seed(3)
     config = {k: v for k, v in TINY_FLUX.items() if k != "image_model"}
     net = comfy.ldm.flux.controlnet.ControlNetFlux(operations=comfy.ops.disable_weight_init,
                                                    **dict(config, depth=depth, depth_single_blocks=0))
-    with torch.no_grad():
-        for p in net.parameters():
-            p.normal_(0, 0.2)
-    return comfy.controlnet.ControlNet(net, load_device=comfy.model_management.get_torch_device(),
-                                       extra_conds=["y", "guidance"])
+    return _controlnet(net, extra_conds=["y", "guidance"])
 
 
 def _with_control(cond, control):
@@ -169,6 +198,32 @@ def test_flux_controlnet_in_the_sampling_loop_runs_in_the_scope():
     # the hooks went with the scope: a plain run afterwards calls no kernel
     kernel.calls.clear()
     assert torch.equal(sample(model, cond, steps=2), plain) and kernel.calls == []
+
+
+def test_qwen_image_controlnet_in_the_sampling_loop_runs_in_the_scope():
+    import comfy.ldm.qwen_image.controlnet
+    import comfy.ops
+    torch.manual_seed(3)
+    config = {k: v for k, v in TINY_QWEN_IMAGE.items() if k != "image_model"}
+    net = comfy.ldm.qwen_image.controlnet.QwenImageControlNetModel(operations=comfy.ops.disable_weight_init,
+                                                                   **dict(config, num_layers=1))
+    # No VAE: the hint is given in latent space (compression 1), shaped like Qwen-Image's latent.
+    control = _controlnet(net, compression_ratio=1, extra_conds=[])
+    hint = torch.rand(1, 16, 1, 8, 8, generator=torch.Generator().manual_seed(4))
+    text = text_conditioning()
+    cond = [[text[0][0], dict(text[0][1], control=control.copy().set_cond_hint(hint, 1.0, (0.0, 1.0)),
+                              control_apply_to_uncond=False)]]
+    model = build(comfy.supported_models.QwenImage, TINY_QWEN_IMAGE)
+    plain = sample(model, cond, latent_hw=(1, 8, 8), steps=2)
+    kernel = RecordingKernel()
+    with registered(make_kernel("double", kernel)):
+        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=QWEN_TOKENS))
+        routed = sample(scoped, cond, latent_hw=(1, 8, 8), steps=2)
+    control_calls = 1  # the ControlNet's one joint block
+    assert _table(last_generation()) == {SAGE: 2 * (TINY_QWEN_IMAGE["num_layers"] + control_calls)}
+    torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)
+    kernel.calls.clear()
+    assert torch.equal(sample(model, cond, latent_hw=(1, 8, 8), steps=2), plain) and kernel.calls == []
 
 
 def _tiled(tiles_per_side: int):

@@ -9,7 +9,8 @@ QWEN_IMAGE = register(Family(
     diffusion_models=("comfy.ldm.qwen_image.model.QwenImageTransformer2DModel",),
     call_sites=(
         CallSite("joint text + image attention", None,
-                 "ComfyUI 0.3.75 passes no text mask here; a mask that masks nothing is dropped"),
+                 "ComfyUI 0.3.75 passes no text mask here; 0.12 does, and an all-true text mask masks "
+                 "nothing: dropped"),
         CallSite("ControlNet blocks (comfy/ldm/qwen_image/controlnet.py) in the sampling loop", None,
                  "handed the scope's override like FLUX.1's"),
         CallSite("joint or ControlNet attention whose mask masks something", Reason.MASK,
