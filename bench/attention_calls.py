@@ -224,6 +224,7 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=3, help="every arm this many times, interleaved; median")
     parser.add_argument("--out", type=Path, help="folder for attention_calls.md / .json")
     args = parser.parse_args(argv)
+    timing.use_store(None)  # a benchmark measures afresh: no decisions saved by earlier sessions
     device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     info = versions()

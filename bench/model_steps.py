@@ -33,7 +33,7 @@ import comfy.model_management  # noqa: E402
 import comfy.supported_models  # noqa: E402
 
 from sage_attention_scope.nodes.scope import scoped_model  # noqa: E402
-from sage_attention_scope.patches import kernels, stats  # noqa: E402
+from sage_attention_scope.patches import kernels, stats, timing  # noqa: E402
 from sas_families import CASES, lacking, ltxav_latent, widths  # noqa: E402
 from sas_models import build, flat_latent, sample  # noqa: E402
 
@@ -182,6 +182,7 @@ def main(argv=None):
                         help="add an 'always' arm without the per-step finite flags (what their sync costs)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
+    timing.use_store(None)  # a benchmark measures afresh: no decisions saved by earlier sessions
     cuda = torch.cuda.is_available()
     wanted = args.family or (["FLUX.1"] if args.small else [c.family for c in CASES])
     all_results = {}

@@ -231,7 +231,8 @@ class AttentionRouter:
         stats.note_kernel_success(device)
         if bucket is not None:
             try:
-                measured = timing.measure(bucket, run_sage, lambda: through(func, args, kwargs), call.device)
+                measured = timing.measure(bucket, run_sage, lambda: through(func, args, kwargs), call.device,
+                                          kernel.version)
             except Exception as exc:  # noqa: BLE001 - the kernel failed while being timed
                 self._on_fault(exc, kernel, device, counters, generation)
                 return through(func, args, kwargs)

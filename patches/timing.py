@@ -11,7 +11,8 @@ repetitions each, CUDA events, one synchronise per arm) and each arm's median ro
 one transient - a clock dip, a neighbour's burst - cannot lock a bucket to the wrong side for
 the session (seen on the H200: one three-repetition sample once put FLUX's 2048² bucket on
 SDPA, where SageAttention 2 is 1.2x faster). That costs some tens of milliseconds per bucket;
-a diffusion model has one to three buckets.
+a diffusion model has one to three buckets. Decisions that two sessions agreed on are kept in
+ComfyUI's user directory (``routing_store``) and reused without timing.
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ import time
 from typing import Callable, Optional, Protocol
 
 import torch
+
+from . import routing_store
 
 ROUTING_MEASURED = "measured"
 ROUTING_ALWAYS = "always"
@@ -52,6 +55,7 @@ class Decision:
     key: BucketKey
     sage_ms: Optional[float]  # None: the kernel failed while being timed
     sdpa_ms: float
+    saved: bool = False       # taken from the store (measured and agreed on in earlier sessions)
 
     @property
     def use_sage(self) -> bool:
@@ -60,7 +64,8 @@ class Decision:
     def describe(self) -> str:
         winner = "Sage" if self.use_sage else "SDPA"
         sage = "failed" if self.sage_ms is None else f"{self.sage_ms:.3f} ms"
-        return f"{self.key.label()}: Sage {sage} vs SDPA {self.sdpa_ms:.3f} ms -> {winner}"
+        return (f"{self.key.label()}: Sage {sage} vs SDPA {self.sdpa_ms:.3f} ms -> {winner}"
+                + (" (saved)" if self.saved else ""))
 
 
 def bucket(length: int) -> int:
@@ -113,11 +118,15 @@ def _median(values: list[float]) -> float:
     return sorted(values)[len(values) // 2]
 
 
+_DEFAULT_STORE = object()  # resolved on first use: ComfyUI's user directory, if any
+
+
 class _Decisions:
     def __init__(self):
         self.lock = threading.Lock()
         self.by_key: dict[BucketKey, Decision] = {}
         self.clock: Clock = event_clock
+        self.store = _DEFAULT_STORE
 
 
 _state = _Decisions()
@@ -128,10 +137,19 @@ def decision(key: BucketKey) -> Optional[Decision]:
 
 
 def measure(key: BucketKey, run_sage: Callable[[], object], run_sdpa: Callable[[], object],
-            device: torch.device) -> Decision:
-    """Times both arms and keeps the decision for the session. An arm that raises never wins:
-    a failing SageAttention gives ``sage_ms=None``; a failing SDPA propagates (it is the path
-    ComfyUI would have taken anyway)."""
+            device: torch.device, sageattention_version: Optional[str] = None) -> Decision:
+    """Times both arms and keeps the decision for the session - or takes the one earlier
+    sessions agreed on. An arm that raises never wins: a failing SageAttention gives
+    ``sage_ms=None`` (and is not saved); a failing SDPA propagates (it is the path ComfyUI would
+    have taken anyway)."""
+    store = _store()
+    if store is not None:
+        print_, name = routing_store.fingerprint(key.device, sageattention_version), _stored_name(key)
+        saved = store.agreed(print_, name)
+        if saved is not None:
+            result = Decision(key, saved["sage_ms"], saved["sdpa_ms"], saved=True)
+            _keep(result)
+            return result
     clock = _state.clock
     sdpa_rounds, sage_rounds = [], []
     for _ in range(ROUNDS):
@@ -143,7 +161,25 @@ def measure(key: BucketKey, run_sage: Callable[[], object], run_sdpa: Callable[[
             raise
     result = Decision(key, _median(sage_rounds), _median(sdpa_rounds))
     _keep(result)
+    if store is not None:
+        store.offer(print_, name, result.use_sage, result.sage_ms, result.sdpa_ms)
     return result
+
+
+def _stored_name(key: BucketKey) -> str:
+    return f"{key.kernel} {key.label()}"
+
+
+def _store() -> Optional[routing_store.Store]:
+    if _state.store is _DEFAULT_STORE:
+        _state.store = routing_store.default_store()
+    return _state.store
+
+
+def use_store(store: Optional[routing_store.Store]):
+    """Replaces the decision store (None: keep nothing between sessions); returns the previous."""
+    previous, _state.store = _state.store, store
+    return previous
 
 
 def _keep(result: Decision) -> None:

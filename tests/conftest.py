@@ -29,12 +29,14 @@ def fresh_session():
     """Every test starts with empty counters, checks, routing decisions and kernel choices.
     Measured routing gets a fake clock on which SageAttention is the faster arm, so a test
     routes by its settings alone; tests of the routing itself bring their own clock."""
-    from sage_attention_scope.patches import kernels, stats
+    from sage_attention_scope.patches import kernels, stats, timing
     from sas_doubles import FakeClock, clock
     stats.reset_session()
     kernels.reset_caches()
+    previous_store = timing.use_store(None)  # tests never write ComfyUI's user directory
     with clock(FakeClock(sage_ms=1.0, sdpa_ms=2.0)):
         yield
+    timing.use_store(previous_store)
     stats.reset_session()
     kernels.reset_caches()
 

@@ -1,9 +1,12 @@
 """Measured routing with a fake clock: a bucket goes to the faster arm, ties go to SDPA, a
 failing SageAttention never wins, and the decision holds for the session."""
+import json
+from pathlib import Path
+
 import pytest
 import torch
 
-from sage_attention_scope.patches import Reason, Settings, apply_scope, stats, timing
+from sage_attention_scope.patches import Reason, Settings, apply_scope, routing_store, stats, timing
 from sage_attention_scope.nodes.status import render
 from sas_doubles import FakeClock, RecordingKernel, clock, make_kernel, raising, reference_attention, registered
 from sas_models import tiny_flux
@@ -123,3 +126,73 @@ def test_one_transient_round_does_not_lock_the_bucket(model):
     assert len(kernel_calls) == 2
     [decision] = timing.all_decisions()
     assert decision.use_sage and decision.sage_ms == 1.1 and decision.sdpa_ms == 2.0
+
+
+# -- decisions kept between sessions (patches/routing_store.py) -------------------------------
+
+def _session(model, path, fake):
+    """One ComfyUI session - a fresh process: empty decisions, its own store object - making one
+    eligible call; its counters."""
+    stats.reset_session()
+    previous = timing.use_store(routing_store.Store(path))
+    try:
+        calls(model, MEASURED, [(32, 64)], fake)
+    finally:
+        timing.use_store(previous)
+    return last_generation("cpu")
+
+
+def test_a_decision_two_sessions_agreed_on_is_reused_without_timing(model, tmp_path):
+    path = tmp_path / routing_store.FILE
+    for _ in range(routing_store.AGREEMENTS_TO_USE):
+        fake = FakeClock(1.0, 2.0)
+        assert _session(model, path, fake)["sage"] == 1
+        assert fake.timed, "one session's measurement is not enough to skip timing"
+    fake = FakeClock(5.0, 1.0)  # would say SDPA now; the agreed decision stands
+    assert _session(model, path, fake)["sage"] == 1 and fake.timed == []
+    [decision] = timing.all_decisions()
+    assert decision.saved and decision.use_sage and "(saved)" in render(stats.snapshot())
+
+
+def test_sessions_that_disagree_start_counting_again(model, tmp_path):
+    path = tmp_path / routing_store.FILE
+    _session(model, path, FakeClock(1.0, 2.0))   # Sage
+    _session(model, path, FakeClock(3.0, 2.0))   # SDPA: the saved one is replaced, count 1
+    fake = FakeClock(1.0, 2.0)
+    _session(model, path, fake)                  # Sage again: count 1, still measured
+    assert fake.timed
+    [entries] = json.loads(path.read_text()).values()
+    [entry] = entries.values()
+    assert entry["use_sage"] is True and entry["agreed"] == 1
+
+
+def test_a_saved_decision_serves_only_the_setup_that_measured_it(model, tmp_path, monkeypatch):
+    path = tmp_path / routing_store.FILE
+    for _ in range(routing_store.AGREEMENTS_TO_USE):
+        _session(model, path, FakeClock(1.0, 2.0))
+    # Another GPU, driver, torch or sageattention: the saved decision does not apply.
+    monkeypatch.setattr(routing_store, "fingerprint", lambda device, version: "another setup")
+    fake = FakeClock(1.0, 2.0)
+    _session(model, path, fake)
+    assert fake.timed
+
+
+def test_an_unusable_store_is_said_once_and_measuring_goes_on(model, tmp_path, caplog_sas):
+    (tmp_path / "a_file").write_text("not a folder")
+    fake = FakeClock(1.0, 2.0)
+    assert _session(model, tmp_path / "a_file" / routing_store.FILE, fake)["sage"] == 1 and fake.timed
+    said = [r.getMessage() for r in caplog_sas.records if "saved routing decisions" in r.getMessage()]
+    assert len(said) == 1 and "could not write" in said[0]
+    corrupt = tmp_path / "corrupt.json"
+    corrupt.write_text("{not json")
+    _session(model, corrupt, FakeClock(1.0, 2.0))
+    assert json.loads(corrupt.read_text())  # measured, then written afresh
+
+
+def test_the_store_lives_in_comfyuis_user_directory():
+    try:
+        import folder_paths
+    except ImportError:
+        from comfy.cmd import folder_paths
+    store = routing_store.default_store()
+    assert store is not None and store.path == Path(folder_paths.get_user_directory()) / routing_store.FILE

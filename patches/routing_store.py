@@ -1,0 +1,123 @@
+"""Measured-routing decisions kept between sessions, in ComfyUI's user directory.
+
+A saved decision is used only where the same GPU, driver, torch (and its CUDA) and
+sageattention measured it, and only once two sessions agreed on it: a transient in one
+measurement (seen once on the H200: a three-call sample put a bucket on the slower side) then
+never outlives its session. Until then every new session measures again, as without a store.
+The file is ``<ComfyUI user directory>/sage_attention_scope/measured_routing.json``; deleting it
+forgets everything. A store that cannot be read or written is logged once and ignored.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+log = logging.getLogger(__name__)
+
+FILE = Path("sage_attention_scope") / "measured_routing.json"
+AGREEMENTS_TO_USE = 2  # sessions that must have measured the same winner
+
+
+def fingerprint(device: str, sageattention_version: Optional[str]) -> str:
+    """What a decision depends on besides its bucket: GPU, driver, torch + CUDA, sageattention."""
+    dev = torch.device(device)
+    parts = [f"torch {torch.__version__}", f"sageattention {sageattention_version}"]
+    if dev.type == "cuda":
+        parts += [torch.cuda.get_device_name(dev), "sm%d%d" % torch.cuda.get_device_capability(dev),
+                  f"CUDA {torch.version.cuda}", f"driver {_driver_version()}"]
+    else:
+        parts.append(dev.type)
+    return " | ".join(parts)
+
+
+def _driver_version() -> str:
+    try:
+        import pynvml  # nvidia-ml-py, where installed
+        pynvml.nvmlInit()
+        version = pynvml.nvmlSystemGetDriverVersion()
+        return version.decode() if isinstance(version, bytes) else str(version)
+    except Exception:  # noqa: BLE001 - fall back to the kernel module's own report
+        pass
+    try:
+        return Path("/proc/driver/nvidia/version").read_text().split("Kernel Module")[1].split()[0]
+    except Exception:  # noqa: BLE001 - unknown driver: decisions still key on everything else
+        return "unknown"
+
+
+class Store:
+    """One JSON file: fingerprint -> bucket -> {"use_sage", "sage_ms", "sdpa_ms", "agreed"}."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._data: Optional[dict] = None
+        self._offered: set[tuple[str, str]] = set()  # what this session already counted
+        self._failed = False
+
+    def agreed(self, print_: str, bucket: str) -> Optional[dict]:
+        """The saved entry for ``bucket`` if sessions agreed on it often enough, else None."""
+        with self._lock:
+            entry = self._load().get(print_, {}).get(bucket)
+        if entry and entry.get("agreed", 0) >= AGREEMENTS_TO_USE:
+            return entry
+        return None
+
+    def offer(self, print_: str, bucket: str, use_sage: bool, sage_ms: Optional[float], sdpa_ms: float) -> None:
+        """A fresh measurement: agrees with the saved one (count it, once a session) or replaces it."""
+        with self._lock:
+            if (print_, bucket) in self._offered:
+                return
+            self._offered.add((print_, bucket))
+            data = self._load()
+            entries = data.setdefault(print_, {})
+            saved = entries.get(bucket)
+            agreed = saved["agreed"] + 1 if saved and saved.get("use_sage") == use_sage else 1
+            entries[bucket] = {"use_sage": use_sage, "sage_ms": sage_ms, "sdpa_ms": sdpa_ms, "agreed": agreed}
+            self._save(data)
+
+    def _load(self) -> dict:
+        if self._data is None:
+            try:
+                self._data = json.loads(self.path.read_text()) if self.path.is_file() else {}
+            except (OSError, ValueError) as exc:
+                self._say_once("read", exc)
+                self._data = {}
+        return self._data
+
+    def _save(self, data: dict) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".measured_routing.")
+            with os.fdopen(fd, "w") as f:
+                json.dump(data, f, indent=1, sort_keys=True)
+            os.replace(tmp, self.path)  # atomic: a crash never leaves half a file
+        except OSError as exc:
+            self._say_once("write", exc)
+
+    def _say_once(self, what: str, exc: Exception) -> None:
+        if not self._failed:
+            self._failed = True
+            log.warning("Sage Attention Scope could not %s its saved routing decisions (%s): %s; every "
+                        "session measures again.", what, self.path, exc)
+
+
+def default_store() -> Optional[Store]:
+    """The store in ComfyUI's user directory, or None where there is none (no folder_paths)."""
+    try:
+        import folder_paths  # ComfyUI's own module
+    except ImportError:
+        try:
+            from comfy.cmd import folder_paths  # the pip-installable ComfyUI layout
+        except ImportError:
+            return None
+    try:
+        return Store(Path(folder_paths.get_user_directory()) / FILE)
+    except Exception:  # noqa: BLE001 - no user directory: measure every session
+        return None
