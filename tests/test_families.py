@@ -226,6 +226,39 @@ def test_qwen_image_controlnet_in_the_sampling_loop_runs_in_the_scope():
     assert torch.equal(sample(model, cond, latent_hw=(1, 8, 8), steps=2), plain) and kernel.calls == []
 
 
+def test_z_image_control_blocks_never_reach_the_scope():
+    controlnet = pytest.importorskip("comfy.ldm.lumina.controlnet",
+                                     reason="this ComfyUI has no Z-Image Control (comfy/ldm/lumina/controlnet.py)")
+    import comfy.ops
+    case = next(c for c in CASES if c.family == "Z-Image")
+    torch.manual_seed(3)
+    control = controlnet.ZImage_Control(
+        dim=TINY_Z_IMAGE["dim"], n_heads=TINY_Z_IMAGE["n_heads"], n_kv_heads=TINY_Z_IMAGE["n_kv_heads"],
+        multiple_of=TINY_Z_IMAGE["multiple_of"], ffn_dim_multiplier=TINY_Z_IMAGE["ffn_dim_multiplier"],
+        qk_norm=True, n_control_layers=1, operations=comfy.ops.disable_weight_init)
+    with torch.no_grad():
+        for p in control.parameters():
+            p.normal_(0, 0.02)
+
+    def control_patch(args):
+        """What ComfyUI's ZImageFunControlnet patch does after each main layer, minus the VAE
+        that encodes its hint: run a control block (with no transformer_options) and add it."""
+        hint, _ = control.forward_control_block(0, args["img_input"], args["img_input"], None, args["pe"], args["vec"])
+        return {"img": args["img"] + 0.1 * hint}
+
+    model = _model(case)
+    without_control = _sample(model, case)
+    model.set_model_double_block_patch(control_patch)
+    plain = _sample(model, case)
+    assert not torch.allclose(plain, without_control)  # the control blocks ran
+    with registered(make_kernel("double", RecordingKernel())):
+        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=case.min_seq_len))
+        routed = _sample(scoped, case)
+    # The control blocks' attention (one call per main layer) is on SDPA and was never offered.
+    assert _table(last_generation()) == case.per_step
+    torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)
+
+
 def _tiled(tiles_per_side: int):
     """A model_function_wrapper that denoises the latent in tiles, as multi-diffusion nodes do."""
     def wrapper(apply_model, args):
