@@ -34,16 +34,13 @@ import comfy.supported_models  # noqa: E402
 
 from sage_attention_scope.nodes.scope import scoped_model  # noqa: E402
 from sage_attention_scope.patches import kernels, stats, timing  # noqa: E402
-from sas_families import CASES, lacking, ltxav_latent, widths  # noqa: E402
+from sas_families import CASES, lacking, widths  # noqa: E402
 from sas_models import build, flat_latent, sample  # noqa: E402
 
-# Latents of a 2048² image (FLUX.2: 16× down, patch 1; Qwen-Image: one frame) and of LTX's
-# 1248×704×121 video, which REAL_WIDTHS already has.
+# Latents of a 2048² image (FLUX.2: 16× down, patch 1; Qwen-Image: one frame) and of LTX-Video's
+# 1248×704×121 video; LTX-2's REAL_WIDTHS latent already is that video (and its audio).
 LATENT_2048 = {"FLUX.1": (256, 256), "FLUX.2": (128, 128), "Qwen-Image": (1, 256, 256), "Z-Image": (256, 256),
-               "SDXL": (256, 256), "LTX-Video": (16, 22, 39), "LTX-2": (16, 22, 39)}
-
-
-GUARD_OFF = "guard_off"  # diagnostic arm: always, with the per-step finite flags not taken
+               "SDXL": (256, 256), "LTX-Video": (16, 22, 39)}
 
 
 @contextlib.contextmanager
@@ -59,15 +56,10 @@ def finite_guard_off():
         finite_guard.PendingFlags.note = note
 
 
-def run_arm(model, sample_once, steps, sdpa_backends=None):
+def run_arm(model, sample_once, steps, context=contextlib.nullcontext):
+    """``context()`` is entered around the arm's samples (an SDPA backend order, the guard off)."""
     device = model.load_device
-    ctx = contextlib.nullcontext()
-    if sdpa_backends == GUARD_OFF:
-        ctx = finite_guard_off()
-    elif sdpa_backends is not None:
-        from torch.nn.attention import sdpa_kernel
-        ctx = sdpa_kernel(sdpa_backends)
-    with ctx:
+    with context():
         sample_once(model, 1)  # warm-up, first-call check, timing
         if device.type == "cuda":
             torch.cuda.synchronize()
@@ -93,8 +85,7 @@ def run_family(family: str, small: bool, steps: int, rounds: int, diagnose_guard
     config, conditioning, latent_hw, channels, latent = w.config, w.conditioning, w.latent_hw, w.channels, w.latent
     dtype = torch.float32 if small else torch.bfloat16
     if not small:
-        latent_hw = LATENT_2048[family]
-        latent = (lambda: ltxav_latent(latent_hw, 121)) if family == "LTX-2" else None
+        latent_hw = LATENT_2048.get(family, latent_hw)
     model = build(getattr(comfy.supported_models, case.config_class), config, dtype=dtype, std=0.02)
     cond = conditioning()
 
@@ -102,25 +93,27 @@ def run_family(family: str, small: bool, steps: int, rounds: int, diagnose_guard
         return sample(patched, cond, latent_hw=latent_hw, channels=channels, steps=n, seed=0,
                       latent=latent() if latent else None)
 
-    arms = {"sdpa": (model, None)}
+    arms = {"sdpa": (model, contextlib.nullcontext)}
     if cuda:
-        from torch.nn.attention import SDPBackend
+        from torch.nn.attention import SDPBackend, sdpa_kernel
         # Two exact kernels besides the default: where the default already is cuDNN, flash-first
         # still gives a non-zero noise floor.
-        arms["cudnn_first"] = (model, [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.MATH])
-        arms["flash_first"] = (model, [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
-    arms["routed"] = (scoped_model(model), None)
-    arms["always"] = (scoped_model(model, min_seq_len=1, routing="always"), None)
-    if diagnose_guard:
-        arms["always, guard off"] = (arms["always"][0], GUARD_OFF)
+        arms["cudnn_first"] = (model, lambda: sdpa_kernel([SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION,
+                                                           SDPBackend.MATH]))
+        arms["flash_first"] = (model, lambda: sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION,
+                                                           SDPBackend.MATH]))
+    arms["routed"] = (scoped_model(model), contextlib.nullcontext)
+    arms["always"] = (scoped_model(model, min_seq_len=1, routing="always"), contextlib.nullcontext)
+    if diagnose_guard:  # always, with the per-step finite flags not taken
+        arms["always, guard off"] = (arms["always"][0], finite_guard_off)
     # Arms interleaved, round after round; the median round per arm, so that clock ramp-up and
     # a cold first arm do not land on one arm.
     times = {name: [] for name in arms}
     results, base = {}, None
     for round_index in range(rounds):
-        for name, (patched, backends) in arms.items():
+        for name, (patched, context) in arms.items():
             stats.reset_counters()
-            out, ms, peak = run_arm(patched, sample_once, steps, sdpa_backends=backends)
+            out, ms, peak = run_arm(patched, sample_once, steps, context)
             times[name].append(ms)
             if round_index:
                 continue
