@@ -9,6 +9,7 @@ forgets everything. A store that cannot be read or written is logged once and ig
 """
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -37,6 +38,7 @@ def fingerprint(device: str, sageattention_version: Optional[str]) -> str:
     return " | ".join(parts)
 
 
+@functools.lru_cache(maxsize=None)  # the driver does not change within a process
 def _driver_version() -> str:
     try:
         import pynvml  # nvidia-ml-py, where installed
