@@ -88,14 +88,6 @@ def test_a_config_with_an_unexpected_diffusion_model_is_not_opened():
     assert found.family is None and "Flux config with diffusion model torch.nn.modules.linear.Identity" in found.message
 
 
-def test_ltx2_needs_a_comfyui_with_the_audio_video_model():
-    if not hasattr(comfy.supported_models, "LTXAV"):
-        pytest.skip("this ComfyUI lacks comfy.supported_models.LTXAV (needs comfy/ldm/lightricks/av_model.py, "
-                    "ComfyUI >= 0.8)")
-    assert families.by_name("LTX-2").config_classes == ("LTXAV",)
-    assert hasattr(comfy.supported_models.LTXAV, "get_model")
-
-
 def test_every_family_declares_its_call_sites():
     for family in families.all_families():
         if family.opens:
