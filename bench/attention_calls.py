@@ -171,13 +171,27 @@ def measure(shapes, device, dtype, rounds: int = 1) -> list[dict]:
     return rows
 
 
+def routed_vs_best(row: dict) -> tuple[str, float] | None:
+    """(arm, routed ms / min(SDPA, the routed kernel called directly)) for one row; the target is
+    <= 1.05 at every shape. None where either side did not run."""
+    routed = next((a for a in row if a.startswith("routed (")), None)
+    kernel = routed[len("routed ("):-1] if routed else None
+    sides = [row.get("sdpa", {}), row.get(kernel, {})]
+    if routed is None or "ms" not in row[routed] or any("ms" not in side for side in sides):
+        return None
+    return routed, row[routed]["ms"] / min(side["ms"] for side in sides)
+
+
 def to_markdown(info: dict, rows: list[dict], rounds: int = 1) -> str:
     arms = list(dict.fromkeys(a for row in rows for a in row if a not in ("shape", "dims")))
     head = (f"Device: {info['device']}; ComfyUI {info['comfyui']}; torch {info['torch']}; Triton {info['triton']}; "
             f"sageattention {info['sageattention']}. ms per call: median of {REPEATS} back-to-back calls "
             f"after {WARMUP} warm-ups, one synchronise per arm; the median of {rounds} interleaved rounds "
-            f"(× = SDPA time / arm time; rel L2 vs fp32).\n\n")
-    lines = ["| shape (B, H, Nq, Nkv, D) | " + " | ".join(arms) + " |", "|---" * (len(arms) + 1) + "|"]
+            f"(× = SDPA time / arm time; rel L2 vs fp32). Last column: routed time / min(SDPA, the "
+            f"routed kernel called directly); the target is ≤ 1.05.\n\n")
+    lines = ["| shape (B, H, Nq, Nkv, D) | " + " | ".join(arms) + " | routed ÷ best |",
+             "|---" * (len(arms) + 2) + "|"]
+    worst = None
     for row in rows:
         sdpa = row["sdpa"]["ms"]
         cells = [f"{row['shape']} ({', '.join(map(str, row['dims']))})"]
@@ -185,8 +199,14 @@ def to_markdown(info: dict, rows: list[dict], rounds: int = 1) -> str:
             r = row.get(a, {"error": "not run"})
             cells.append(f"failed ({r['error']})" if "error" in r else
                          f"{r['ms']:.3f} ({sdpa / r['ms']:.2f}×, {r['rel_l2']:.3f})")
+        ratio = routed_vs_best(row)
+        cells.append("–" if ratio is None else f"{ratio[1]:.3f}")
+        if ratio is not None and (worst is None or ratio[1] > worst[1]):
+            worst = (row["shape"], ratio[1])
         lines.append("| " + " | ".join(cells) + " |")
-    return head + "\n".join(lines) + "\n"
+    tail = "" if worst is None else (f"\nWorst routed ÷ min(SDPA, kernel): {worst[1]:.3f} ({worst[0]}); "
+                                     f"{'within' if worst[1] <= 1.05 else 'over'} the 1.05 target.\n")
+    return head + "\n".join(lines) + "\n" + tail
 
 
 def plot(rows: list[dict], info: dict, path: Path) -> bool:

@@ -92,7 +92,7 @@ class AttentionCall:
 
 
 def layout_problem(call: AttentionCall) -> str | None:
-    """Why the kernel cannot take these tensors as they are, or None."""
+    """Why the kernel cannot take these tensors' shapes as they are, or None."""
     q, k, v = call.q, call.k, call.v
     want_ndim = 4 if call.skip_reshape else 3
     if not (q.ndim == k.ndim == v.ndim == want_ndim):
@@ -103,7 +103,12 @@ def layout_problem(call: AttentionCall) -> str | None:
         return "head count differs from q's head axis"
     if not call.skip_reshape and q.shape[-1] % call.heads:
         return "inner size not divisible by heads"
-    if q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1:
+    return None
+
+
+def stride_problem(call: AttentionCall) -> str | None:
+    """The kernel reads each row of head_dim values as one contiguous run."""
+    if call.q.stride(-1) != 1 or call.k.stride(-1) != 1 or call.v.stride(-1) != 1:
         return "last dimension not contiguous"
     return None
 
@@ -127,10 +132,9 @@ class KernelTraits:
 FamilyRule = Callable[[AttentionCall], Optional[Reason]]
 
 
-def static_reason(call: AttentionCall, traits: KernelTraits, min_seq_len: int,
-                  family_rule: FamilyRule | None = None) -> Reason | None:
-    """Reasons that follow from the call's own arguments; None when it may run on the kernel.
-    The mask comes last in ``route`` (its test costs a sync)."""
+def signature_reason(call: AttentionCall, traits: KernelTraits, min_seq_len: int) -> Reason | None:
+    """Reasons that follow from the call's signature alone (shapes, dtypes, flags): the router
+    works these out once per signature."""
     if not call.low_precision_attention:
         return Reason.LOW_PRECISION_OPT_OUT
     if not (call.q.dtype == call.k.dtype == call.v.dtype) or call.q.dtype not in traits.dtypes:
@@ -141,6 +145,19 @@ def static_reason(call: AttentionCall, traits: KernelTraits, min_seq_len: int,
         return Reason.HEAD_DIM
     if call.q_len < min_seq_len or call.kv_len < min_seq_len:
         return Reason.TOO_SHORT
+    return None
+
+
+def static_reason(call: AttentionCall, traits: KernelTraits, min_seq_len: int,
+                  family_rule: FamilyRule | None = None) -> Reason | None:
+    """Reasons that follow from the call's own arguments; None when it may run on the kernel.
+    Strides and the family's rule come after the signature's reasons; the mask comes last in
+    the router (its test costs a sync)."""
+    reason = signature_reason(call, traits, min_seq_len)
+    if reason is not None:
+        return reason
+    if stride_problem(call) is not None:
+        return Reason.LAYOUT
     if family_rule is not None:
         return family_rule(call)
     return None

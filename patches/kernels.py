@@ -129,6 +129,7 @@ class Resolution:
 _lock = threading.Lock()
 _installed: Installed | None = None
 _resolutions: dict[tuple[str, str], Resolution] = {}
+_epoch = 0  # see epoch()
 _test_kernels: dict[str, Kernel] = {}
 
 NOT_INSTALLED_HINT = "SageAttention not installed: pip install sageattention"
@@ -157,17 +158,29 @@ def _import_sageattention() -> Installed:
     return Installed(version, module)
 
 
+def epoch() -> int:
+    """Bumped whenever the per-device choices are forgotten: what a router worked out from an
+    earlier choice is then out of date."""
+    return _epoch
+
+
+def _forget_resolutions() -> None:
+    global _epoch
+    _resolutions.clear()
+    _epoch += 1
+
+
 def register_test_kernel(kernel: Kernel) -> None:
     """Makes a named kernel (a test double or a benchmark arm) selectable by name."""
     with _lock:
         _test_kernels[kernel.name] = kernel
-        _resolutions.clear()
+        _forget_resolutions()
 
 
 def unregister_test_kernel(name: str) -> None:
     with _lock:
         _test_kernels.pop(name, None)
-        _resolutions.clear()
+        _forget_resolutions()
 
 
 def reset_caches() -> None:
@@ -175,7 +188,7 @@ def reset_caches() -> None:
     global _installed
     with _lock:
         _installed = None
-        _resolutions.clear()
+        _forget_resolutions()
 
 
 def available_kernel_names() -> list[str]:

@@ -17,7 +17,8 @@ from typing import Any, Callable, Optional
 import torch
 
 from . import checks, compiled, controlnets, faults, finite_guard, kernels, stats, timing
-from .eligibility import AttentionCall, FamilyRule, KernelTraits, mask_masks_nothing, static_reason
+from .eligibility import (AttentionCall, FamilyRule, KernelTraits, mask_masks_nothing, signature_reason,
+                          stride_problem)
 from .faults import Fault
 from .reasons import Reason
 from .settings import Settings
@@ -49,6 +50,39 @@ class _WrongShape(Exception):
     pass
 
 
+# Distinct call signatures a router keeps plans for; a model makes a handful per resolution.
+MAX_PLANS = 256
+
+
+@dataclasses.dataclass(frozen=True)
+class CallPlan:
+    """What a call's signature alone decides, worked out once per signature: a Reason to stay
+    on SDPA, or the kernel with its first-call-check key and (measured routing) shape bucket.
+    ``epoch`` is ``kernels.epoch()`` when made: a changed kernel choice outdates the plan."""
+    epoch: int
+    device: str
+    reason: Optional[Reason]
+    kernel: Optional[kernels.Kernel] = None
+    check_key: Optional[checks.CheckKey] = None
+    bucket: Optional[timing.BucketKey] = None
+
+
+def call_signature(args: tuple, kwargs: dict[str, Any]) -> tuple | None:
+    """What ``eligibility.signature_reason`` reads from a call, and its device, as a dict key.
+    None for a call passed in another form (q/k/v by keyword, not tensors, heads not an int);
+    those are parsed every time. Flat and small on purpose: it is built for every call."""
+    if len(args) < 4 or type(args[3]) is not int:
+        return None
+    q, k, v = args[0], args[1], args[2]
+    get = kwargs.get
+    try:
+        return (q.shape, k.shape, v.shape, q.dtype, k.dtype, v.dtype, q.device, args[3],
+                bool(get("skip_reshape", False)), get("low_precision_attention", True) is not False,
+                bool(get("enable_gqa", False)))  # as AttentionCall.parse reads them
+    except AttributeError:  # not tensors
+        return None
+
+
 class AttentionRouter:
     """One per scoped model patcher. Immutable apart from what it has logged; shared, not
     copied, when ComfyUI deep-copies model options (``__deepcopy__``)."""
@@ -60,6 +94,7 @@ class AttentionRouter:
         self.family_rule: FamilyRule | None = getattr(family, "rule", None)
         self.op_key = compiled.register(self)  # how the compiled path's op finds this router
         self._announced: set[tuple[str, str]] = set()
+        self._plans: dict[tuple, CallPlan] = {}  # call_signature -> CallPlan
 
     def __deepcopy__(self, memo):
         return self
@@ -137,19 +172,27 @@ class AttentionRouter:
         if active is None or active.router is not self:
             stats.count_outside_scope(_device_label(args, kwargs))
             return self.call_through(func, args, kwargs)
-        return self.route(AttentionCall.parse(args, kwargs), active, func, args, kwargs, self.call_through)
+        # Most calls cost a signature and a dict lookup: no parsed call, no dataclasses.
+        call = None
+        signature = call_signature(args, kwargs)
+        plan = self._plans.get(signature) if signature is not None else None
+        if plan is None or plan.epoch != kernels.epoch():
+            call = AttentionCall.parse(args, kwargs)
+            plan = self._plan(call)
+            if signature is not None:
+                self._remember(signature, plan)
+        if plan.reason is not None:  # nothing per call can change it
+            active.generation.counters(plan.device).sdpa[plan.reason] += 1
+            return self.call_through(func, args, kwargs)
+        if call is None:
+            call = AttentionCall.parse(args, kwargs)
+        return self._route_planned(plan, call, active, func, args, kwargs, self.call_through)
 
     def route(self, call: AttentionCall, active: ActiveScope, func, args, kwargs, through):
         """Decides and runs one call. ``through(func, args, kwargs)`` is the SDPA path taken for
         every call the kernel does not serve; ``func(*args, **kwargs)`` is plain SDPA, the
         reference of the first-call check and of measured routing."""
-        device = str(call.device)
-        counters = active.generation.counters(device)
-        decision = self._decide(call, device, counters, active.generation)
-        if isinstance(decision, Reason):
-            counters.sdpa[decision] += 1
-            return through(func, args, kwargs)
-        return self._run_kernel(decision, call, device, func, args, kwargs, counters, active, through)
+        return self._route_planned(self._plan(call), call, active, func, args, kwargs, through)
 
     def call_through(self, func, args, kwargs):
         """The SDPA path: exactly what ComfyUI would have run without us."""
@@ -157,48 +200,79 @@ class AttentionRouter:
             return self.previous(func, *args, **kwargs)
         return func(*args, **kwargs)
 
-    def _decide(self, call: AttentionCall, device: str, counters: stats.Counters,
-                generation: stats.Generation):
-        """A Reason (stay on SDPA) or the (kernel, check key) to run."""
+    def _remember(self, signature: tuple, plan: CallPlan) -> None:
+        if len(self._plans) >= MAX_PLANS:  # resolutions that keep changing: start over
+            self._plans.clear()
+        self._plans[signature] = plan
+
+    def _plan(self, call: AttentionCall) -> CallPlan:
+        """What the call's signature decides (``call_signature`` lists what that covers): the
+        settings, the kernel for its device, and the engine's static rules."""
         settings = self.settings
+        device = str(call.device)
+        epoch = kernels.epoch()
         if not settings.enabled:
-            return Reason.DISABLED
+            return CallPlan(epoch, device, Reason.DISABLED)
         resolution = kernels.resolve(settings.kernel, call.device)
         self._announce_kernel(device, resolution)
         kernel = resolution.kernel
         if kernel is None:
-            return Reason.NOT_CUDA if resolution.not_cuda else Reason.NO_KERNEL
-        # What the call itself rules out first, so a too-short call is counted as too short
-        # whatever state the device is in; then the device's state.
-        traits = KernelTraits(kernel.spec.head_dims, kernel.spec.dtypes)
-        reason = static_reason(call, traits, settings.min_seq_len, self.family_rule)
+            return CallPlan(epoch, device, Reason.NOT_CUDA if resolution.not_cuda else Reason.NO_KERNEL)
+        # Strides and the family's rule may differ between calls of one signature: _decide.
+        reason = signature_reason(call, KernelTraits(kernel.spec.head_dims, kernel.spec.dtypes), settings.min_seq_len)
         if reason is not None:
-            return reason
+            return CallPlan(epoch, device, reason)
+        key = checks.CheckKey(device, str(call.q.dtype).removeprefix("torch."), call.head_dim, kernel.name)
+        bucket = (timing.bucket_key(device, kernel.name, key.dtype, call.head_dim, call.q_len, call.kv_len)
+                  if settings.routing == timing.ROUTING_MEASURED else None)
+        return CallPlan(epoch, device, None, kernel, key, bucket)
+
+    def _route_planned(self, plan: CallPlan, call: AttentionCall, active: ActiveScope, func, args, kwargs,
+                       through):
+        counters = active.generation.counters(plan.device)
+        decision = self._decide(plan, call, counters, active.generation)
+        if isinstance(decision, Reason):
+            counters.sdpa[decision] += 1
+            return through(func, args, kwargs)
+        return self._run_kernel(plan, decision, call, func, args, kwargs, counters, active, through)
+
+    def _decide(self, plan: CallPlan, call: AttentionCall, counters: stats.Counters,
+                generation: stats.Generation):
+        """A Reason (stay on SDPA), or the shape bucket still to be timed (None: none)."""
+        if plan.reason is not None:
+            return plan.reason
+        if stride_problem(call) is not None:
+            return Reason.LAYOUT
+        if self.family_rule is not None:
+            reason = self.family_rule(call)
+            if reason is not None:
+                return reason
+        # What the call itself rules out came first, so a too-short call is counted as too
+        # short whatever state the device is in; now the device's state.
+        device = plan.device
         if stats.is_retired(device):
             return Reason.DEVICE_RETIRED
         if device in generation.oom_devices:
             return Reason.OOM_EARLIER
-        key = checks.CheckKey(device, str(call.q.dtype).removeprefix("torch."), call.head_dim, kernel.name)
-        prior = checks.result(key)
+        prior = checks.result(plan.check_key)
         if prior is not None and not prior.passed:
             return Reason.CHECK_FAILED
         if call.mask is not None:
             if not mask_masks_nothing(call.mask):
                 return Reason.MASK
             counters.masks_dropped += 1
-        bucket = None
-        if settings.routing == timing.ROUTING_MEASURED:
-            bucket = timing.bucket_key(device, kernel.name, key.dtype, call.head_dim, call.q_len, call.kv_len)
+        bucket = plan.bucket
+        if bucket is not None:
             measured = timing.decision(bucket)
             if measured is not None:
                 if not measured.use_sage:
                     return Reason.MEASURED_SLOWER
                 bucket = None  # decided for SageAttention: nothing more to do
-        return kernel, key, bucket
+        return bucket
 
-    def _run_kernel(self, chosen, call: AttentionCall, device: str, func, args, kwargs,
+    def _run_kernel(self, plan: CallPlan, bucket, call: AttentionCall, func, args, kwargs,
                     counters: stats.Counters, active: ActiveScope, through):
-        kernel, key, bucket = chosen
+        kernel, key, device = plan.kernel, plan.check_key, plan.device
         generation = active.generation
         q, k, v = call.kernel_views()
 

@@ -1,23 +1,43 @@
 """The benchmark's small mode runs in CI (SDPA arms only on a CPU) so it cannot rot."""
 import importlib.util
 
+import pytest
+
 from sas_host import ROOT
 
 
-def test_small_benchmark_runs_and_writes_its_table(tmp_path):
-    spec = importlib.util.spec_from_file_location("sas_bench_attention_calls", ROOT / "bench" / "attention_calls.py")
+def load(name: str):
+    """A bench/ script as a module (bench/ is no package)."""
+    spec = importlib.util.spec_from_file_location(f"sas_bench_{name}", ROOT / "bench" / f"{name}.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
+    return bench
+
+
+def test_small_benchmark_runs_and_writes_its_table(tmp_path):
+    bench = load("attention_calls")
     rows = bench.main(["--small", "--out", str(tmp_path)])
     assert [r["shape"] for r in rows] == [s[0] for s in bench.SMALL_SHAPES]
     assert all(r["sdpa"]["rel_l2"] < 1e-2 for r in rows)  # fp32 on a CPU, bf16 on a GPU
     assert "| small self-attn" in (tmp_path / "attention_calls.md").read_text()
 
 
+def test_the_table_states_routed_against_the_faster_side():
+    """The per-call target (routed <= min(SDPA, kernel) x 1.05) is read off the table itself."""
+    bench = load("attention_calls")
+    arm = {"rel_l2": 0.0}
+    rows = [{"shape": "long", "dims": [1, 1, 1, 1, 1], "sdpa": {**arm, "ms": 2.0}, "k": {**arm, "ms": 1.0},
+             "routed (k)": {**arm, "ms": 1.04}},
+            {"shape": "short", "dims": [1, 1, 1, 1, 1], "sdpa": {**arm, "ms": 1.0}, "k": {**arm, "ms": 3.0},
+             "routed (k)": {**arm, "ms": 1.1}}]
+    assert bench.routed_vs_best(rows[0]) == ("routed (k)", pytest.approx(1.04))
+    info = {"device": "d", "comfyui": "c", "torch": "t", "triton": "tr", "sageattention": "s"}
+    assert "within the 1.05 target" in bench.to_markdown(info, rows[:1])
+    assert "Worst routed ÷ min(SDPA, kernel): 1.100 (short); over" in bench.to_markdown(info, rows)
+
+
 def test_small_model_steps_benchmark_runs(tmp_path):
-    spec = importlib.util.spec_from_file_location("sas_bench_model_steps", ROOT / "bench" / "model_steps.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load("model_steps")
     results = bench.main(["--small", "--steps", "2", "--rounds", "2", "--out", str(tmp_path)])
     (flux,) = results.values()
     assert flux["sdpa"]["rel_l2_vs_sdpa"] == 0.0 and flux["always"]["sage_calls"] == 0  # no kernel on a CPU
@@ -25,18 +45,14 @@ def test_small_model_steps_benchmark_runs(tmp_path):
 
 
 def test_fault_matrix_writes_its_figures(tmp_path):
-    spec = importlib.util.spec_from_file_location("sas_bench_fault_matrix", ROOT / "bench" / "fault_matrix.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load("fault_matrix")
     outcomes = bench.main(["--out", str(tmp_path)])
     assert outcomes and all(o.completed and o.within_tolerance and o.counted_as_expected for o in outcomes)
     assert "0 wrong outputs" in (tmp_path / "fault_matrix.md").read_text()
 
 
 def test_small_family_accuracy_runs(tmp_path):
-    spec = importlib.util.spec_from_file_location("sas_bench_family_accuracy", ROOT / "bench" / "family_accuracy.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load("family_accuracy")
     results = bench.main(["--small", "--out", str(tmp_path)])
     import comfy.supported_models
     expected = ["FLUX.1", "FLUX.2", "Qwen-Image", "Z-Image", "LTX-Video"]

@@ -126,3 +126,55 @@ def test_a_retired_device_keeps_sdpa(model):
 
 def test_reason_labels_cover_every_reason():
     assert all(r.label for r in Reason)
+
+
+# -- the per-signature plan: worked out once, per-call reasons still per call ----------------
+
+def test_a_signatures_reasons_are_worked_out_once(model, monkeypatch):
+    """Declined calls cost a signature and a lookup: ten too-short calls parse the call once."""
+    from sage_attention_scope.patches.eligibility import AttentionCall
+    parsed = []
+    original = AttentionCall.parse
+    monkeypatch.setattr(AttentionCall, "parse", classmethod(lambda cls, a, kw: parsed.append(1) or original(a, kw)))
+    q, k, v = hnd(n=16)
+    with registered(make_kernel("double", RecordingKernel())):
+        scoped = apply_scope(model, Settings(kernel="double", min_seq_len=32))
+        in_scope(scoped, lambda: [attention(scoped, q, k, v, 2, skip_reshape=True) for _ in range(10)])
+    assert len(parsed) == 1
+    assert last_generation()["sdpa"] == {Reason.TOO_SHORT.value: 10}
+
+
+def test_calls_of_one_signature_keep_their_own_strides_and_masks(model):
+    """Same shapes, dtypes and flags as an eligible call, but strided or masked: still SDPA."""
+    q, k, v = hnd(n=64)
+    strided = tuple(t.transpose(-1, -2).contiguous().transpose(-1, -2) for t in (q, k, v))
+    masking = torch.zeros(1, 1, 64, 64)
+    masking[..., :4] = float("-inf")
+    kernel = RecordingKernel()
+    with registered(make_kernel("double", kernel)):
+        scoped = apply_scope(model, ON)
+        outs = in_scope(scoped, lambda: [attention(scoped, q, k, v, 2, skip_reshape=True),
+                                         attention(scoped, *strided, 2, skip_reshape=True),
+                                         attention(scoped, q, k, v, 2, skip_reshape=True, mask=masking),
+                                         attention(scoped, q, k, v, 2, skip_reshape=True)])
+    counts = last_generation()
+    assert len(kernel.calls) == 2 and counts["sage"] == 2
+    assert counts["sdpa"] == {Reason.LAYOUT.value: 1, Reason.MASK.value: 1}
+    assert torch.equal(outs[1], sdpa_only(model, *strided, 2, skip_reshape=True))
+    assert torch.equal(outs[2], sdpa_only(model, q, k, v, 2, skip_reshape=True, mask=masking))
+
+
+def test_a_kernel_that_appears_later_outdates_the_plan(model):
+    """A plan made while no kernel of that name existed is not kept once one is registered."""
+    q, k, v = hnd()
+    kernel = RecordingKernel()
+    scoped = apply_scope(model, Settings(kernel="late", min_seq_len=8))
+
+    def calls():
+        attention(scoped, q, k, v, 2, skip_reshape=True)
+        with registered(make_kernel("late", kernel)):
+            attention(scoped, q, k, v, 2, skip_reshape=True)
+    in_scope(scoped, calls)
+    assert len(kernel.calls) == 1
+    # Before: no kernel of that name, and the CPU has no SageAttention.
+    assert last_generation()["sage"] == 1 and last_generation()["sdpa"] == {Reason.NOT_CUDA.value: 1}
