@@ -25,7 +25,7 @@ def test_small_benchmark_runs_and_writes_its_table(tmp_path):
 def test_the_table_states_routed_against_the_faster_side():
     """The per-call target (routed <= min(SDPA, kernel) x 1.05) is read off the table itself."""
     bench = load("attention_calls")
-    arm = {"rel_l2": 0.0}
+    arm = {"rel_l2": 0.0, "cosine": 1.0, "peak_mib": 0.0, "tflops": 1.0}
     rows = [{"shape": "long", "dims": [1, 1, 1, 1, 1], "sdpa": {**arm, "ms": 2.0}, "k": {**arm, "ms": 1.0},
              "routed (k)": {**arm, "ms": 1.04}},
             {"shape": "short", "dims": [1, 1, 1, 1, 1], "sdpa": {**arm, "ms": 1.0}, "k": {**arm, "ms": 3.0},
