@@ -141,7 +141,7 @@ def test_a_signatures_reasons_are_worked_out_once(model, monkeypatch):
         scoped = apply_scope(model, Settings(kernel="double", min_seq_len=32))
         in_scope(scoped, lambda: [attention(scoped, q, k, v, 2, skip_reshape=True) for _ in range(10)])
     assert len(parsed) == 1
-    assert last_generation()["sdpa"] == {Reason.TOO_SHORT.value: 10}
+    assert last_generation("cpu")["sdpa"] == {Reason.TOO_SHORT.value: 10}
 
 
 def test_calls_of_one_signature_keep_their_own_strides_and_masks(model):
@@ -157,7 +157,7 @@ def test_calls_of_one_signature_keep_their_own_strides_and_masks(model):
                                          attention(scoped, *strided, 2, skip_reshape=True),
                                          attention(scoped, q, k, v, 2, skip_reshape=True, mask=masking),
                                          attention(scoped, q, k, v, 2, skip_reshape=True)])
-    counts = last_generation()
+    counts = last_generation("cpu")
     assert len(kernel.calls) == 2 and counts["sage"] == 2
     assert counts["sdpa"] == {Reason.LAYOUT.value: 1, Reason.MASK.value: 1}
     assert torch.equal(outs[1], sdpa_only(model, *strided, 2, skip_reshape=True))
@@ -177,4 +177,4 @@ def test_a_kernel_that_appears_later_outdates_the_plan(model):
     in_scope(scoped, calls)
     assert len(kernel.calls) == 1
     # Before: no kernel of that name, and the CPU has no SageAttention.
-    assert last_generation()["sage"] == 1 and last_generation()["sdpa"] == {Reason.NOT_CUDA.value: 1}
+    assert last_generation("cpu")["sage"] == 1 and last_generation("cpu")["sdpa"] == {Reason.NOT_CUDA.value: 1}
