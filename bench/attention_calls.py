@@ -208,6 +208,13 @@ def to_markdown(info: dict, rows: list[dict], rounds: int = 1) -> str:
         if ratio is not None and (worst is None or ratio[1] > worst[1]):
             worst = (row["shape"], ratio[1])
         lines.append("| " + " | ".join(cells) + " |")
+    tail = "" if worst is None else (f"\nWorst routed ÷ min(SDPA, kernel): {worst[1]:.3f} ({worst[0]}); "
+                                     f"{'within' if worst[1] <= 1.05 else 'over'} the 1.05 target.\n")
+    return head + "\n".join(lines) + "\n" + tail + details_table(rows, arms)
+
+
+def details_table(rows: list[dict], arms: list[str]) -> str:
+    """The second table: per arm, what the first table has no room for."""
     details = ["", "Per arm, first round: TFLOP/s (4·B·H·Nq·Nkv·D / time), peak memory above the inputs "
                "while the arm ran, cosine against fp32.", "",
                "| shape | " + " | ".join(arms) + " |", "|---" * (len(arms) + 1) + "|"]
@@ -221,9 +228,7 @@ def to_markdown(info: dict, rows: list[dict], rounds: int = 1) -> str:
             peak = f"+{r['peak_mib']:.0f} MiB" if r["peak_mib"] == r["peak_mib"] else "no CUDA peak"  # NaN on a CPU
             cells.append(f"{r['tflops']:.0f} TFLOP/s, {peak}, cos {r['cosine']:.5f}")
         details.append("| " + " | ".join(cells) + " |")
-    tail = "" if worst is None else (f"\nWorst routed ÷ min(SDPA, kernel): {worst[1]:.3f} ({worst[0]}); "
-                                     f"{'within' if worst[1] <= 1.05 else 'over'} the 1.05 target.\n")
-    return head + "\n".join(lines) + "\n" + tail + "\n".join(details) + "\n"
+    return "\n".join(details) + "\n"
 
 
 def plot(rows: list[dict], info: dict, path: Path) -> bool:
