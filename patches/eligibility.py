@@ -132,9 +132,18 @@ class KernelTraits:
 FamilyRule = Callable[[AttentionCall], Optional[Reason]]
 
 
+def shorter_than(q: torch.Tensor, k: torch.Tensor, min_seq_len: int) -> bool:
+    """Whether the query or key sequence is shorter than ``min_seq_len``. The sequence axis is
+    the second-to-last in both layouts ((B, N, H*D) and (B, H, N, D)), so this reads two shapes
+    and nothing else: the router asks it of every call before anything more costly."""
+    return k.shape[-2] < min_seq_len or q.shape[-2] < min_seq_len
+
+
 def signature_reason(call: AttentionCall, traits: KernelTraits, min_seq_len: int) -> Reason | None:
     """Reasons that follow from the call's signature alone (shapes, dtypes, flags): the router
-    works these out once per signature."""
+    works these out once per signature. Too short comes first, as in the router's shortcut."""
+    if call.q.ndim >= 2 and call.k.ndim >= 2 and shorter_than(call.q, call.k, min_seq_len):
+        return Reason.TOO_SHORT
     if not call.low_precision_attention:
         return Reason.LOW_PRECISION_OPT_OUT
     if not (call.q.dtype == call.k.dtype == call.v.dtype) or call.q.dtype not in traits.dtypes:
@@ -143,8 +152,6 @@ def signature_reason(call: AttentionCall, traits: KernelTraits, min_seq_len: int
         return Reason.LAYOUT
     if call.head_dim not in traits.head_dims:
         return Reason.HEAD_DIM
-    if call.q_len < min_seq_len or call.kv_len < min_seq_len:
-        return Reason.TOO_SHORT
     return None
 
 

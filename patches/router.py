@@ -17,8 +17,8 @@ from typing import Any, Callable, Optional
 import torch
 
 from . import checks, compiled, controlnets, faults, finite_guard, kernels, stats, timing
-from .eligibility import (AttentionCall, FamilyRule, KernelTraits, mask_masks_nothing, signature_reason,
-                          stride_problem)
+from .eligibility import (AttentionCall, FamilyRule, KernelTraits, mask_masks_nothing, shorter_than,
+                          signature_reason, stride_problem)
 from .faults import Fault
 from .reasons import Reason
 from .settings import Settings
@@ -52,6 +52,8 @@ class _WrongShape(Exception):
 
 # Distinct call signatures a router keeps plans for; a model makes a handful per resolution.
 MAX_PLANS = 256
+_TOO_SHORT = Reason.TOO_SHORT  # bound once: the shortcut below counts it on every short call
+_device_labels: dict[torch.device, str] = {}  # str(device) costs more than a dict lookup
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,6 +97,9 @@ class AttentionRouter:
         self.op_key = compiled.register(self)  # how the compiled path's op finds this router
         self._announced: set[tuple[str, str]] = set()
         self._plans: dict[tuple, CallPlan] = {}  # call_signature -> CallPlan
+        # Calls shorter than this are declined before anything else is read (0: no shortcut;
+        # a disabled scope counts its calls as disabled).
+        self._short_below = settings.min_seq_len if settings.enabled and settings.min_seq_len > 1 else 0
 
     def __deepcopy__(self, memo):
         return self
@@ -172,7 +177,24 @@ class AttentionRouter:
         if active is None or active.router is not self:
             stats.count_outside_scope(_device_label(args, kwargs))
             return self.call_through(func, args, kwargs)
-        # Most calls cost a signature and a dict lookup: no parsed call, no dataclasses.
+        # A call shorter than min_seq_len - cross-attention to a text, audio - stays on SDPA
+        # whatever else it is, and is decided from two shapes. These calls are host-bound (some
+        # tens of microseconds on an H200 host), so each microsecond spent here shows in them.
+        short_below = self._short_below
+        if short_below:
+            try:  # eligibility.shorter_than, inlined (a function call is a tenth of this path)
+                k = args[1]
+                short = k.shape[-2] < short_below or args[0].shape[-2] < short_below
+            except (IndexError, AttributeError, TypeError):  # not two tensors: parsed below
+                short = False
+            if short:
+                device = k.device
+                label = _device_labels.get(device) or _device_labels.setdefault(device, str(device))
+                active.generation.devices[label].sdpa[_TOO_SHORT] += 1
+                if self.previous is None:  # call_through, inlined
+                    return func(*args, **kwargs)
+                return self.previous(func, *args, **kwargs)
+        # Most other calls cost a signature and a dict lookup: no parsed call, no dataclasses.
         call = None
         signature = call_signature(args, kwargs)
         plan = self._plans.get(signature) if signature is not None else None
@@ -213,6 +235,8 @@ class AttentionRouter:
         epoch = kernels.epoch()
         if not settings.enabled:
             return CallPlan(epoch, device, Reason.DISABLED)
+        if call.q.ndim >= 2 and call.k.ndim >= 2 and shorter_than(call.q, call.k, settings.min_seq_len):
+            return CallPlan(epoch, device, Reason.TOO_SHORT)  # as the shortcut in __call__ decides
         resolution = kernels.resolve(settings.kernel, call.device)
         self._announce_kernel(device, resolution)
         kernel = resolution.kernel

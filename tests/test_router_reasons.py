@@ -130,18 +130,51 @@ def test_reason_labels_cover_every_reason():
 
 # -- the per-signature plan: worked out once, per-call reasons still per call ----------------
 
-def test_a_signatures_reasons_are_worked_out_once(model, monkeypatch):
-    """Declined calls cost a signature and a lookup: ten too-short calls parse the call once."""
+def _counting_parses(monkeypatch) -> list:
     from sage_attention_scope.patches.eligibility import AttentionCall
     parsed = []
     original = AttentionCall.parse
     monkeypatch.setattr(AttentionCall, "parse", classmethod(lambda cls, a, kw: parsed.append(1) or original(a, kw)))
-    q, k, v = hnd(n=16)
-    with registered(make_kernel("double", RecordingKernel())):
-        scoped = apply_scope(model, Settings(kernel="double", min_seq_len=32))
+    return parsed
+
+
+def test_a_signatures_reasons_are_worked_out_once(model, monkeypatch):
+    """Declined calls cost a signature and a lookup: ten calls of a head size the kernel does
+    not take parse the call once."""
+    parsed = _counting_parses(monkeypatch)
+    q, k, v = hnd(d=64)
+    with registered(make_kernel("double", RecordingKernel(), head_dims={128})):
+        scoped = apply_scope(model, ON)
         in_scope(scoped, lambda: [attention(scoped, q, k, v, 2, skip_reshape=True) for _ in range(10)])
     assert len(parsed) == 1
-    assert last_generation("cpu")["sdpa"] == {Reason.TOO_SHORT.value: 10}
+    assert last_generation("cpu")["sdpa"] == {Reason.HEAD_DIM.value: 10}
+
+
+@pytest.mark.parametrize("skip_reshape", [True, False])
+def test_too_short_calls_are_declined_from_their_shapes_alone(model, monkeypatch, skip_reshape):
+    """The cheapest decline comes first: no parse, no signature, and a short call counts as
+    too short whatever else it is (here also of a dtype the kernel does not take)."""
+    parsed = _counting_parses(monkeypatch)
+    q, k, v = hnd(n=64)
+    _, k, v = hnd(n=16)
+    heads = q.shape[1]
+    if not skip_reshape:  # (B, N, H*D): the sequence axis is still the second-to-last
+        q, k, v = (t.transpose(1, 2).flatten(-2) for t in (q, k, v))
+    kernel = RecordingKernel()
+    with registered(make_kernel("double", kernel, dtypes={torch.float16})):
+        scoped = apply_scope(model, Settings(kernel="double", min_seq_len=32))
+        outs = in_scope(scoped, lambda: [attention(scoped, q, k, v, heads, skip_reshape=skip_reshape)
+                                         for _ in range(3)])
+    assert parsed == [] and kernel.calls == []
+    assert last_generation("cpu")["sdpa"] == {Reason.TOO_SHORT.value: 3}
+    assert torch.equal(outs[0], sdpa_only(model, q, k, v, heads, skip_reshape=skip_reshape))
+
+
+def test_a_disabled_scope_counts_short_calls_as_disabled(model):
+    q, k, v = hnd(n=16)
+    _, calls, counts = run(model, Settings(enabled=False, kernel="double", min_seq_len=32), q, k, v, 2,
+                           skip_reshape=True)
+    assert calls == [] and counts["sdpa"] == {Reason.DISABLED.value: 1}
 
 
 def test_calls_of_one_signature_keep_their_own_strides_and_masks(model):
