@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -60,12 +61,21 @@ def versions() -> dict:
 
 
 WARMUP, REPEATS = 3, 20
+# Each arm's calls fill at least this much time: a host-bound call (tens of microseconds) is
+# timed a few hundred times, so the host's jitter - as large as the 5% asked of routing there -
+# evens out; a long call keeps REPEATS.
+WINDOW_MS, MAX_REPEATS = 10.0, 1000
 
 
-def timed(fn, device) -> float:
+def timed(fn, device, repeats: int = REPEATS) -> float:
     """Median ms per call: the same clock measured routing uses (patches/timing.py), calls
     back to back with one synchronise, as a model runs them."""
-    return timing.event_clock("bench", fn, device, warmup=WARMUP, repeats=REPEATS)
+    return timing.event_clock("bench", fn, device, warmup=WARMUP, repeats=repeats)
+
+
+def repeats_for(ms: float) -> int:
+    """How many timed calls fill WINDOW_MS, given one call's time."""
+    return max(REPEATS, min(MAX_REPEATS, math.ceil(WINDOW_MS / max(ms, 1e-6))))
 
 
 def inputs(b, h, nq, nkv, d, device, dtype, seed=0):
@@ -119,11 +129,13 @@ def measure(shapes, device, dtype, rounds: int = 1) -> list[dict]:
         arms: dict[str, Callable[[], tuple[torch.Tensor, float]]] = {}
 
         def plain(fn):
-            return lambda: (fn(), timed(fn, device))
+            return lambda: (fn(), timed(fn, device, repeats))
 
         def in_scope(router, call):  # one open scope around all the timed calls
-            return lambda: router.outer_sample_wrapper(lambda: (call(), timed(call, device)))
+            return lambda: router.outer_sample_wrapper(lambda: (call(), timed(call, device, repeats)))
 
+        repeats = repeats_for(timed(lambda: comfy_call(q, k, v, h), device))
+        row["repeats"] = repeats
         arms["sdpa"] = plain(lambda: comfy_call(q, k, v, h))
         # The floor of any override: ComfyUI's wrap_attn hands the call to one that only passes it
         # on. Where a call is host-bound (tens of microseconds), routed pays this too.
@@ -151,7 +163,10 @@ def measure(shapes, device, dtype, rounds: int = 1) -> list[dict]:
                 arms[f"{name} ({auto.name})"] = in_scope(router, lambda o=options: comfy_call(q, k, v, h, o))
         times: dict[str, list[float]] = {name: [] for name in arms}
         for round_index in range(rounds):
-            for name, run in arms.items():
+            # Every other round backwards: an arm's place in the order (after a kernel that left
+            # the GPU hot, or the allocator full) is not always the same.
+            order = list(arms.items()) if round_index % 2 == 0 else list(arms.items())[::-1]
+            for name, run in order:
                 if "error" in row.get(name, {}):
                     continue
                 if device.type == "cuda":
@@ -175,6 +190,13 @@ def measure(shapes, device, dtype, rounds: int = 1) -> list[dict]:
     return rows
 
 
+ROW_FIELDS = ("shape", "dims", "repeats")  # a row's other keys are its arms
+
+
+def arm_names(row: dict) -> list[str]:
+    return [key for key in row if key not in ROW_FIELDS]
+
+
 def routed_vs_best(row: dict) -> tuple[str, float] | None:
     """(arm, routed ms / min(SDPA, the routed kernel called directly)) for one row; the target is
     <= 1.05 at every shape. None where either side did not run."""
@@ -187,10 +209,12 @@ def routed_vs_best(row: dict) -> tuple[str, float] | None:
 
 
 def to_markdown(info: dict, rows: list[dict], rounds: int = 1) -> str:
-    arms = list(dict.fromkeys(a for row in rows for a in row if a not in ("shape", "dims")))
+    arms = list(dict.fromkeys(a for row in rows for a in arm_names(row)))
     head = (f"Device: {info['device']}; ComfyUI {info['comfyui']}; torch {info['torch']}; Triton {info['triton']}; "
-            f"sageattention {info['sageattention']}. ms per call: median of {REPEATS} back-to-back calls "
-            f"after {WARMUP} warm-ups, one synchronise per arm; the median of {rounds} interleaved rounds "
+            f"sageattention {info['sageattention']}. ms per call: median of back-to-back calls ({REPEATS}, or "
+            f"as many as fill {WINDOW_MS:g} ms: a host-bound call is timed hundreds of times) after "
+            f"{WARMUP} warm-ups, one synchronise per arm; the median of {rounds} interleaved rounds, "
+            f"every other one in reverse order "
             f"(× = SDPA time / arm time; rel L2 vs fp32). Last column: routed time / min(SDPA, the "
             f"routed kernel called directly); the target is ≤ 1.05.\n\n")
     lines = ["| shape (B, H, Nq, Nkv, D) | " + " | ".join(arms) + " | routed ÷ best |",
@@ -244,7 +268,7 @@ def plot(rows: list[dict], info: dict, path: Path) -> bool:
         return False
     fig, ax = plt.subplots(figsize=(7, 4))
     lengths = [r["dims"][2] for r in sweep]
-    for arm in [a for a in sweep[0] if a not in ("shape", "dims", "sdpa")]:
+    for arm in [a for a in arm_names(sweep[0]) if a != "sdpa"]:
         if any("ms" not in r.get(arm, {}) for r in sweep):
             continue
         ax.plot(lengths, [r["sdpa"]["ms"] / r[arm]["ms"] for r in sweep], marker="o", label=arm)
