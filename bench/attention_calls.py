@@ -159,7 +159,7 @@ def measure(shapes, device, dtype, rounds: int = 1) -> list[dict]:
             for name, settings in (("routed", Settings()), ("measured", Settings(min_seq_len=1)),
                                    ("always", Settings(min_seq_len=1, routing="always"))):
                 router = AttentionRouter(dataclasses.replace(settings, first_call_check=False))
-                options = {"optimized_attention_override": router}
+                options = {"optimized_attention_override": router.override}  # what a Scope node installs
                 arms[f"{name} ({auto.name})"] = in_scope(router, lambda o=options: comfy_call(q, k, v, h, o))
         times: dict[str, list[float]] = {name: [] for name in arms}
         for round_index in range(rounds):

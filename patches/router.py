@@ -50,10 +50,12 @@ class _WrongShape(Exception):
     pass
 
 
+# True while Dynamo traces (it folds the call); in eager one call that returns False, a fraction of
+# what torch.compiler.is_compiling costs (it asks TorchScript first). Older torch: the latter.
+_dynamo_tracing = getattr(torch.compiler, "is_dynamo_compiling", torch.compiler.is_compiling)
+
 # Distinct call signatures a router keeps plans for; a model makes a handful per resolution.
 MAX_PLANS = 256
-_TOO_SHORT = Reason.TOO_SHORT  # bound once: the shortcut below counts it on every short call
-_device_labels: dict[torch.device, str] = {}  # str(device) costs more than a dict lookup
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +91,8 @@ class AttentionRouter:
     """One per scoped model patcher. Immutable apart from what it has logged; shared, not
     copied, when ComfyUI deep-copies model options (``__deepcopy__``)."""
 
-    def __init__(self, settings: Settings, previous: Callable | None = None, family=None):
+    def __init__(self, settings: Settings, previous: Callable | None = None, family=None,
+                 device: str | None = None):
         self.settings = settings
         self.previous = previous
         self.family = family  # a families.Family, or None (engine tests)
@@ -97,9 +100,8 @@ class AttentionRouter:
         self.op_key = compiled.register(self)  # how the compiled path's op finds this router
         self._announced: set[tuple[str, str]] = set()
         self._plans: dict[tuple, CallPlan] = {}  # call_signature -> CallPlan
-        # Calls shorter than this are declined before anything else is read (0: no shortcut;
-        # a disabled scope counts its calls as disabled).
-        self._short_below = settings.min_seq_len if settings.enabled and settings.min_seq_len > 1 else 0
+        self.device = device  # the model's load device, if known: where its too-short calls run
+        self.override = _override_for(self)  # what goes into transformer_options
 
     def __deepcopy__(self, memo):
         return self
@@ -140,7 +142,7 @@ class AttentionRouter:
         if active is not None and active.router is self and getattr(self.family, "scope_controlnets", False):
             for control_model in controlnets.control_models(conds):
                 if id(control_model) not in active.hooks:
-                    active.hooks[id(control_model)] = controlnets.hand_override(control_model, {OVERRIDE_KEY: self})
+                    active.hooks[id(control_model)] = controlnets.hand_override(control_model, {OVERRIDE_KEY: self.override})
         if active is None or active.router is not self:
             return executor(model, conds, x_in, timestep, model_options, *args, **kwargs)
         return self.guarded(active, lambda: executor(model, conds, x_in, timestep, model_options, *args, **kwargs))
@@ -171,30 +173,14 @@ class AttentionRouter:
     # -- the override ------------------------------------------------------------------------
 
     def __call__(self, func, *args, **kwargs):
-        if torch.compiler.is_compiling():
+        if _dynamo_tracing():
             return compiled.route_while_tracing(self, func, args, kwargs)
         active = _active.get()
         if active is None or active.router is not self:
             stats.count_outside_scope(_device_label(args, kwargs))
             return self.call_through(func, args, kwargs)
-        # A call shorter than min_seq_len - cross-attention to a text, audio - stays on SDPA
-        # whatever else it is, and is decided from two shapes. These calls are host-bound (some
-        # tens of microseconds on an H200 host), so each microsecond spent here shows in them.
-        short_below = self._short_below
-        if short_below:
-            try:  # eligibility.shorter_than, inlined (a function call is a tenth of this path)
-                k = args[1]
-                short = k.shape[-2] < short_below or args[0].shape[-2] < short_below
-            except (IndexError, AttributeError, TypeError):  # not two tensors: parsed below
-                short = False
-            if short:
-                device = k.device
-                label = _device_labels.get(device) or _device_labels.setdefault(device, str(device))
-                active.generation.devices[label].sdpa[_TOO_SHORT] += 1
-                if self.previous is None:  # call_through, inlined
-                    return func(*args, **kwargs)
-                return self.previous(func, *args, **kwargs)
-        # Most other calls cost a signature and a dict lookup: no parsed call, no dataclasses.
+        # Most calls cost a signature and a dict lookup: no parsed call, no dataclasses. (Too-short
+        # calls were declined before: ``override``.)
         call = None
         signature = call_signature(args, kwargs)
         plan = self._plans.get(signature) if signature is not None else None
@@ -380,6 +366,49 @@ class AttentionRouter:
             else:
                 log.info("SageAttention %s serves diffusion-model attention on %s (%s, %s)", kernel.version,
                          device, _device_name(device), kernel.name)
+
+
+def _override_for(router: AttentionRouter) -> Callable:
+    """The callable a scoped model's ``transformer_options[OVERRIDE_KEY]`` holds: a call shorter
+    than ``min_seq_len`` - cross-attention to a text, audio - is sent to SDPA and counted here,
+    from two shapes and nothing else; every other call goes to the router.
+
+    A closure, not the router's own ``__call__``, because those short calls are host-bound (the
+    H200 runs a 77-key cross-attention faster than the host issues it), so what is done per call
+    shows in their time, and on a host busy with ComfyUI's own Python each attribute, method or
+    tensor property read costs several times what it costs in a tight loop: measured on the H200
+    host, a Counter's += cost ~2 us there, reading the tensor's device ~1 us, an instance's
+    __call__ ~0.5 us more than a function's. Hence a plain dict of ints, the model's device where
+    the scope knows it, and everything the decision needs bound once, here."""
+    settings, previous, device = router.settings, router.previous, router.device
+    short_below = settings.min_seq_len if settings.enabled and settings.min_seq_len > 1 else 0  # 0: no shortcut
+
+    def override(func, *args, **kwargs):
+        if short_below and not _dynamo_tracing():
+            active = _active.get()
+            if active is not None and active.router is router:
+                try:  # eligibility.shorter_than, inlined
+                    k = args[1]
+                    short = k.shape[-2] < short_below or args[0].shape[-2] < short_below
+                except (IndexError, AttributeError, TypeError):  # not two tensors: the router parses it
+                    short = False
+                if short:
+                    counts = active.generation.too_short
+                    key = device or k.device
+                    counts[key] = counts.get(key, 0) + 1
+                    if previous is None:
+                        return func(*args, **kwargs)
+                    return previous(func, *args, **kwargs)
+        return router(func, *args, **kwargs)
+
+    override.sage_attention_router = router
+    return override
+
+
+def router_behind(override) -> AttentionRouter | None:
+    """The router of an override a Scope node installed (``AttentionRouter.override``), or None."""
+    router = override if isinstance(override, AttentionRouter) else getattr(override, "sage_attention_router", None)
+    return router if isinstance(router, AttentionRouter) else None
 
 
 def _device_label(args: tuple, kwargs: dict[str, Any]) -> str:

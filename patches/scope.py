@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 
 from . import families, kernels, stats
-from .router import OVERRIDE_KEY, AttentionRouter
+from .router import OVERRIDE_KEY, AttentionRouter, router_behind
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -47,13 +47,13 @@ def apply_scope(model_patcher, settings: Settings, family=None):
     patched = model_patcher.clone()
     options = patched.model_options.setdefault("transformer_options", {})
     previous = options.get(OVERRIDE_KEY)
-    if isinstance(previous, AttentionRouter):
-        previous = previous.previous
+    if router_behind(previous) is not None:
+        previous = router_behind(previous).previous
     elif previous is not None:
         log.info("Sage Attention Scope: another attention override (%s) is on this model; calls the scope "
                  "does not take still go through it.", getattr(previous, "__qualname__", type(previous).__name__))
-    router = AttentionRouter(settings, previous, family)
-    options[OVERRIDE_KEY] = router
+    router = AttentionRouter(settings, previous, family, device=str(model_patcher.load_device))
+    options[OVERRIDE_KEY] = router.override
     for kind, wrapper in ((ext.WrappersMP.OUTER_SAMPLE, router.outer_sample_wrapper),
                           (ext.WrappersMP.CALC_COND_BATCH, router.calc_cond_batch_wrapper),
                           (ext.WrappersMP.DIFFUSION_MODEL, router.diffusion_model_wrapper)):
@@ -63,5 +63,4 @@ def apply_scope(model_patcher, settings: Settings, family=None):
 
 
 def router_of(model_patcher) -> AttentionRouter | None:
-    override = model_patcher.model_options.get("transformer_options", {}).get(OVERRIDE_KEY)
-    return override if isinstance(override, AttentionRouter) else None
+    return router_behind(model_patcher.model_options.get("transformer_options", {}).get(OVERRIDE_KEY))

@@ -211,3 +211,17 @@ def test_a_kernel_that_appears_later_outdates_the_plan(model):
     assert len(kernel.calls) == 1
     # Before: no kernel of that name, and the CPU has no SageAttention.
     assert last_generation("cpu")["sage"] == 1 and last_generation("cpu")["sdpa"] == {Reason.NOT_CUDA.value: 1}
+
+
+def test_the_shortcuts_counts_fold_into_the_device_and_a_rerun_step_drops_its_own():
+    """The too-short shortcut counts in a plain dict; a step that runs again (non-finite
+    kernel output) must not count its discarded pass, and the generation's end folds the rest."""
+    gen = stats.begin_generation("unit")
+    gen.too_short[torch.device("cpu")] = 3
+    before_rerun = gen.copy_counters()  # a step boundary: folded, then copied
+    assert before_rerun["cpu"].sdpa == {Reason.TOO_SHORT: 3} and gen.too_short == {}
+    gen.too_short["cpu"] = 2  # the discarded pass
+    gen.restore_counters(before_rerun)
+    gen.too_short["cpu"] = 2  # the pass that stands
+    stats.end_generation(gen)
+    assert last_generation("cpu")["sdpa"] == {Reason.TOO_SHORT.value: 5}

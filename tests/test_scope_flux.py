@@ -85,6 +85,16 @@ def test_a_second_scope_node_replaces_the_first():
         assert len(twice.get_wrappers(kind, WRAPPER_KEY)) == 1
 
 
+def test_the_installed_override_belongs_to_the_router_through_clones_and_copies():
+    import copy
+    scoped = apply_scope(tiny_flux(), Settings(min_seq_len=100))
+    router = router_of(scoped)
+    override = scoped.model_options["transformer_options"][OVERRIDE_KEY]
+    assert override is router.override and router.device == str(scoped.load_device)
+    assert router_of(scoped.clone()) is router
+    assert copy.deepcopy(scoped.model_options)["transformer_options"][OVERRIDE_KEY] is override
+
+
 def test_an_existing_override_keeps_serving_the_calls_the_scope_declines():
     model, cond = tiny_flux(), flux_conditioning()
     seen = []
