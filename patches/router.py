@@ -91,8 +91,7 @@ class AttentionRouter:
     """One per scoped model patcher. Immutable apart from what it has logged; shared, not
     copied, when ComfyUI deep-copies model options (``__deepcopy__``)."""
 
-    def __init__(self, settings: Settings, previous: Callable | None = None, family=None,
-                 device: str | None = None):
+    def __init__(self, settings: Settings, previous: Callable | None = None, family=None):
         self.settings = settings
         self.previous = previous
         self.family = family  # a families.Family, or None (engine tests)
@@ -100,7 +99,6 @@ class AttentionRouter:
         self.op_key = compiled.register(self)  # how the compiled path's op finds this router
         self._announced: set[tuple[str, str]] = set()
         self._plans: dict[tuple, CallPlan] = {}  # call_signature -> CallPlan
-        self.device = device  # the model's load device, if known: where its too-short calls run
         self.override = _override_for(self)  # what goes into transformer_options
 
     def __deepcopy__(self, memo):
@@ -377,10 +375,10 @@ def _override_for(router: AttentionRouter) -> Callable:
     H200 runs a 77-key cross-attention faster than the host issues it), so what is done per call
     shows in their time, and on a host busy with ComfyUI's own Python each attribute, method or
     tensor property read costs several times what it costs in a tight loop: measured on the H200
-    host, a Counter's += cost ~2 us there, reading the tensor's device ~1 us, an instance's
-    __call__ ~0.5 us more than a function's. Hence a plain dict of ints, the model's device where
-    the scope knows it, and everything the decision needs bound once, here."""
-    settings, previous, device = router.settings, router.previous, router.device
+    host, a Counter's += cost ~2 us there, torch.compiler.is_compiling ~1 us, an instance's
+    __call__ ~0.5 us more than a function's. Hence a plain dict of ints keyed by the tensor's
+    device, and everything the decision needs bound once, here."""
+    settings, previous = router.settings, router.previous
     short_below = settings.min_seq_len if settings.enabled and settings.min_seq_len > 1 else 0  # 0: no shortcut
 
     def override(func, *args, **kwargs):
@@ -393,9 +391,8 @@ def _override_for(router: AttentionRouter) -> Callable:
                 except (IndexError, AttributeError, TypeError):  # not two tensors: the router parses it
                     short = False
                 if short:
-                    counts = active.generation.too_short
-                    key = device or k.device
-                    counts[key] = counts.get(key, 0) + 1
+                    counts, device = active.generation.too_short, k.device
+                    counts[device] = counts.get(device, 0) + 1
                     if previous is None:
                         return func(*args, **kwargs)
                     return previous(func, *args, **kwargs)

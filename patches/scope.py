@@ -52,7 +52,7 @@ def apply_scope(model_patcher, settings: Settings, family=None):
     elif previous is not None:
         log.info("Sage Attention Scope: another attention override (%s) is on this model; calls the scope "
                  "does not take still go through it.", getattr(previous, "__qualname__", type(previous).__name__))
-    router = AttentionRouter(settings, previous, family, device=str(model_patcher.load_device))
+    router = AttentionRouter(settings, previous, family)
     options[OVERRIDE_KEY] = router.override
     for kind, wrapper in ((ext.WrappersMP.OUTER_SAMPLE, router.outer_sample_wrapper),
                           (ext.WrappersMP.CALC_COND_BATCH, router.calc_cond_batch_wrapper),
