@@ -36,6 +36,40 @@ def test_the_table_states_routed_against_the_faster_side():
     assert "Worst routed ÷ min(SDPA, kernel): 1.100 (short); over" in bench.to_markdown(info, rows)
 
 
+def test_a_host_bound_shape_is_judged_call_by_call():
+    """Where SDPA is host-bound, the arms take turns call by call and that figure is the verdict."""
+    import torch
+    bench = load("attention_calls")
+    seen = []
+    turns = bench.call_by_call({"a": lambda: seen.append("a"), "b": lambda: seen.append("b")},
+                               torch.device("cpu"), turns=4)
+    assert seen == ["a", "b", "b", "a", "a", "b", "b", "a"] and set(turns) == {"a", "b"}
+    arm = {"rel_l2": 0.0, "cosine": 1.0, "peak_mib": 0.0, "tflops": 1.0}
+    row = {"shape": "short", "dims": [1, 1, 1, 1, 1], "sdpa": {**arm, "ms": 0.04}, "k": {**arm, "ms": 0.2},
+           "routed (k)": {**arm, "ms": 0.05},  # a slow spell of the host fell on routed's round
+           "call_by_call": {"sdpa": 0.050, "k": 0.2, "routed (k)": 0.052}}
+    assert bench.routed_vs_best(row) == ("routed (k)", pytest.approx(1.04))
+    info = {"device": "d", "comfyui": "c", "torch": "t", "triton": "tr", "sageattention": "s"}
+    table = bench.to_markdown(info, [row])
+    assert "| 1.040 (call by call) |" in table and "| short | 50.0 | 200.0 | 52.0 |" in table
+
+
+def test_every_arm_runs_with_a_kernel_and_a_host_bound_shape_is_timed_call_by_call(monkeypatch):
+    """The GPU's arms on a CPU: the named test double stands in for SageAttention's kernel."""
+    import torch
+    from sas_doubles import RecordingKernel, make_kernel
+    bench = load("attention_calls")
+    double = make_kernel("double", RecordingKernel())
+    monkeypatch.setattr(bench, "kernel_arms", lambda device: ([double], double))
+    monkeypatch.setattr(bench, "HOST_BOUND_MS", float("inf"))
+    monkeypatch.setattr(bench, "TURNS", 3)
+    (row,) = bench.measure(bench.SMALL_SHAPES[1:], torch.device("cpu"), torch.float32)
+    assert {"sdpa", "pass-through override", "double", "routed (double)", "always (double)"} <= set(row)
+    assert set(row["call_by_call"]) == {"sdpa", "pass-through override", "double", "routed (double)"}
+    assert bench.routed_vs_best(row)[0] == "routed (double)"
+    assert row["double"]["rel_l2"] < 1e-5
+
+
 def test_small_model_steps_benchmark_runs(tmp_path):
     bench = load("model_steps")
     results = bench.main(["--small", "--steps", "2", "--rounds", "2", "--out", str(tmp_path)])
