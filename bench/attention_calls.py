@@ -276,7 +276,8 @@ def to_markdown(info: dict, rows: list[dict], rounds: int = 1) -> str:
             cells.append(f"failed ({r['error']})" if "error" in r else
                          f"{r['ms']:.3f} ({sdpa / r['ms']:.2f}×, {r['rel_l2']:.3f})")
         ratio = routed_vs_best(row)
-        cells.append("–" if ratio is None else f"{ratio[1]:.3f}" + (" (call by call)" if "call_by_call" in row else ""))
+        how = " (call by call)" if "call_by_call" in row else ""
+        cells.append("–" if ratio is None else f"{ratio[1]:.3f}{how}")
         if ratio is not None and (worst is None or ratio[1] > worst[1]):
             worst = (row["shape"], ratio[1])
         lines.append("| " + " | ".join(cells) + " |")

@@ -135,13 +135,13 @@ FamilyRule = Callable[[AttentionCall], Optional[Reason]]
 def shorter_than(q: torch.Tensor, k: torch.Tensor, min_seq_len: int) -> bool:
     """Whether the query or key sequence is shorter than ``min_seq_len``. The sequence axis is
     the second-to-last in both layouts ((B, N, H*D) and (B, H, N, D)), so this reads two shapes
-    and nothing else: the router asks it of every call before anything more costly."""
+    and nothing else: the scope's override tests it first, on every call (inlined there)."""
     return k.shape[-2] < min_seq_len or q.shape[-2] < min_seq_len
 
 
 def signature_reason(call: AttentionCall, traits: KernelTraits, min_seq_len: int) -> Reason | None:
     """Reasons that follow from the call's signature alone (shapes, dtypes, flags): the router
-    works these out once per signature. Too short comes first, as in the router's shortcut."""
+    works these out once per signature. Too short comes first, as in the scope's override."""
     if call.q.ndim >= 2 and call.k.ndim >= 2 and shorter_than(call.q, call.k, min_seq_len):
         return Reason.TOO_SHORT
     if not call.low_precision_attention:

@@ -1,11 +1,12 @@
-"""The override ComfyUI calls for every attention call of a scoped model.
+"""The override ComfyUI calls for every attention call of a scoped model, and its router.
 
 ComfyUI's ``wrap_attn`` calls ``transformer_options["optimized_attention_override"](func,
 *args, **kwargs)``, where ``func`` is the attention function it would have used (SDPA here)
 and ``kwargs`` already carries ``_inside_attn_wrapper``, so ``func(*args, **kwargs)`` runs it
-unchanged. The router acts only while its own scope is open (``scope_of``); every other call,
-and every call it declines, goes through unchanged - via an override that was there before
-us, if any.
+unchanged. What sits there is ``AttentionRouter.override``: it declines too-short calls itself
+(the cheapest decision, on the commonest host-bound calls) and hands the rest to the router.
+The router acts only while its own scope is open; every other call, and every call it
+declines, goes through unchanged - via an override that was there before us, if any.
 """
 from __future__ import annotations
 
@@ -140,7 +141,8 @@ class AttentionRouter:
         if active is not None and active.router is self and getattr(self.family, "scope_controlnets", False):
             for control_model in controlnets.control_models(conds):
                 if id(control_model) not in active.hooks:
-                    active.hooks[id(control_model)] = controlnets.hand_override(control_model, {OVERRIDE_KEY: self.override})
+                    active.hooks[id(control_model)] = controlnets.hand_override(control_model,
+                                                                                {OVERRIDE_KEY: self.override})
         if active is None or active.router is not self:
             return executor(model, conds, x_in, timestep, model_options, *args, **kwargs)
         return self.guarded(active, lambda: executor(model, conds, x_in, timestep, model_options, *args, **kwargs))
@@ -220,7 +222,7 @@ class AttentionRouter:
         if not settings.enabled:
             return CallPlan(epoch, device, Reason.DISABLED)
         if call.q.ndim >= 2 and call.k.ndim >= 2 and shorter_than(call.q, call.k, settings.min_seq_len):
-            return CallPlan(epoch, device, Reason.TOO_SHORT)  # as the shortcut in __call__ decides
+            return CallPlan(epoch, device, Reason.TOO_SHORT)  # as the override's shortcut decides
         resolution = kernels.resolve(settings.kernel, call.device)
         self._announce_kernel(device, resolution)
         kernel = resolution.kernel

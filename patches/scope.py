@@ -37,10 +37,11 @@ def scope_for_family(model_patcher, settings: Settings):
 def apply_scope(model_patcher, settings: Settings, family=None):
     """Returns a clone of ``model_patcher`` whose sampling runs inside the scope.
 
-    The clone gets (1) the router at ``transformer_options[OVERRIDE_KEY]`` and (2) OUTER_SAMPLE
-    and DIFFUSION_MODEL wrappers that open the scope (and a CALC_COND_BATCH one that brings the
-    family's ControlNets in); outside them the router only calls through. An override that was already there keeps serving every call the router declines;
-    a router from an earlier Scope node is replaced, not stacked.
+    The clone gets (1) the router's override (``AttentionRouter.override``) at
+    ``transformer_options[OVERRIDE_KEY]`` and (2) OUTER_SAMPLE and DIFFUSION_MODEL wrappers that
+    open the scope (and a CALC_COND_BATCH one that brings the family's ControlNets in); outside
+    them the router only calls through. An override that was already there keeps serving every
+    call the router declines; a router from an earlier Scope node is replaced, not stacked.
     """
     import comfy.patcher_extension as ext  # ComfyUI's own; imported late so the pack loads anywhere
 
