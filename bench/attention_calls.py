@@ -164,7 +164,7 @@ def measure(shapes, device, dtype, rounds: int = 1) -> list[dict]:
         raw: dict[str, Callable[[], torch.Tensor]] = {}  # each arm's call itself
         routers: dict[str, AttentionRouter] = {}
 
-        def plain(fn, name=None):
+        def plain(fn, name):
             raw[name] = fn
             return lambda: (fn(), timed(fn, device, repeats))
 

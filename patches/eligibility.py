@@ -139,10 +139,15 @@ def shorter_than(q: torch.Tensor, k: torch.Tensor, min_seq_len: int) -> bool:
     return k.shape[-2] < min_seq_len or q.shape[-2] < min_seq_len
 
 
+def too_short(call: AttentionCall, min_seq_len: int) -> bool:
+    """``shorter_than`` for a parsed call (whose tensors may have any number of dimensions)."""
+    return call.q.ndim >= 2 and call.k.ndim >= 2 and shorter_than(call.q, call.k, min_seq_len)
+
+
 def signature_reason(call: AttentionCall, traits: KernelTraits, min_seq_len: int) -> Reason | None:
     """Reasons that follow from the call's signature alone (shapes, dtypes, flags): the router
     works these out once per signature. Too short comes first, as in the scope's override."""
-    if call.q.ndim >= 2 and call.k.ndim >= 2 and shorter_than(call.q, call.k, min_seq_len):
+    if too_short(call, min_seq_len):
         return Reason.TOO_SHORT
     if not call.low_precision_attention:
         return Reason.LOW_PRECISION_OPT_OUT

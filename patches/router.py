@@ -18,8 +18,8 @@ from typing import Any, Callable, Optional
 import torch
 
 from . import checks, compiled, controlnets, faults, finite_guard, kernels, stats, timing
-from .eligibility import (AttentionCall, FamilyRule, KernelTraits, mask_masks_nothing, shorter_than,
-                          signature_reason, stride_problem)
+from .eligibility import (AttentionCall, FamilyRule, KernelTraits, mask_masks_nothing, signature_reason,
+                          stride_problem, too_short)
 from .faults import Fault
 from .reasons import Reason
 from .settings import Settings
@@ -221,7 +221,7 @@ class AttentionRouter:
         epoch = kernels.epoch()
         if not settings.enabled:
             return CallPlan(epoch, device, Reason.DISABLED)
-        if call.q.ndim >= 2 and call.k.ndim >= 2 and shorter_than(call.q, call.k, settings.min_seq_len):
+        if too_short(call, settings.min_seq_len):
             return CallPlan(epoch, device, Reason.TOO_SHORT)  # as the override's shortcut decides
         resolution = kernels.resolve(settings.kernel, call.device)
         self._announce_kernel(device, resolution)
