@@ -132,16 +132,12 @@ class KernelTraits:
 FamilyRule = Callable[[AttentionCall], Optional[Reason]]
 
 
-def shorter_than(q: torch.Tensor, k: torch.Tensor, min_seq_len: int) -> bool:
+def too_short(call: AttentionCall, min_seq_len: int) -> bool:
     """Whether the query or key sequence is shorter than ``min_seq_len``. The sequence axis is
     the second-to-last in both layouts ((B, N, H*D) and (B, H, N, D)), so this reads two shapes
     and nothing else: the scope's override tests it first, on every call (inlined there)."""
-    return k.shape[-2] < min_seq_len or q.shape[-2] < min_seq_len
-
-
-def too_short(call: AttentionCall, min_seq_len: int) -> bool:
-    """``shorter_than`` for a parsed call (whose tensors may have any number of dimensions)."""
-    return call.q.ndim >= 2 and call.k.ndim >= 2 and shorter_than(call.q, call.k, min_seq_len)
+    q, k = call.q, call.k
+    return q.ndim >= 2 and k.ndim >= 2 and (k.shape[-2] < min_seq_len or q.shape[-2] < min_seq_len)
 
 
 def signature_reason(call: AttentionCall, traits: KernelTraits, min_seq_len: int) -> Reason | None:

@@ -387,7 +387,7 @@ def _override_for(router: AttentionRouter) -> Callable:
         if short_below and not _dynamo_tracing():
             active = _active.get()
             if active is not None and active.router is router:
-                try:  # eligibility.shorter_than, inlined
+                try:  # eligibility.too_short, inlined
                     k = args[1]
                     short = k.shape[-2] < short_below or args[0].shape[-2] < short_below
                 except (IndexError, AttributeError, TypeError):  # not two tensors: the router parses it
