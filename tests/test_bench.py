@@ -36,14 +36,19 @@ def test_the_table_states_routed_against_the_faster_side():
     assert "Worst routed ÷ min(SDPA, kernel): 1.100 (short); over" in bench.to_markdown(info, rows)
 
 
-def test_a_host_bound_shape_is_judged_call_by_call():
+def test_a_host_bound_shape_is_judged_call_by_call(monkeypatch):
     """Where SDPA is host-bound, the arms take turns call by call and that figure is the verdict."""
     import torch
     bench = load("attention_calls")
+    monkeypatch.setattr(bench, "WARMUP_TURNS", 1)
     seen = []
-    turns = bench.call_by_call({"a": lambda: seen.append("a"), "b": lambda: seen.append("b")},
-                               torch.device("cpu"), turns=4)
-    assert seen == ["a", "b", "b", "a", "a", "b", "b", "a"] and set(turns) == {"a", "b"}
+    fast = {name: (lambda name=name: seen.append(name)) for name in "abc"}
+    turns = bench.call_by_call(fast, torch.device("cpu"), turns=6, alone={"k": lambda: seen.append("k")})
+    assert set(turns) == {"a", "b", "c", "k"}
+    # Every order of the fast arms in turn, so each follows each other equally; the slow arm
+    # alone afterwards (warm-up turn included).
+    rounds = ["".join(seen[i:i + 3]) for i in range(0, 21, 3)]
+    assert rounds == ["abc", "acb", "bac", "bca", "cab", "cba", "abc"] and seen[21:] == ["k"] * 7
     arm = {"rel_l2": 0.0, "cosine": 1.0, "peak_mib": 0.0, "tflops": 1.0}
     row = {"shape": "short", "dims": [1, 1, 1, 1, 1], "sdpa": {**arm, "ms": 0.04}, "k": {**arm, "ms": 0.2},
            "routed (k)": {**arm, "ms": 0.05},  # a slow spell of the host fell on routed's round
