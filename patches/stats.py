@@ -61,18 +61,20 @@ class Generation:
         self.label = label
         self.devices: dict[str, Counters] = collections.defaultdict(Counters)
         self.oom_devices: set[str] = set()
-        # torch.device -> calls the router's too-short shortcut sent to SDPA. A plain dict of ints
-        # because that path is host-bound: there a Counter's += costs ~2 us, this a fraction.
-        # Folded into ``devices`` before they are copied or read (``fold``).
+        # Calls the router's too-short shortcut sent to SDPA, keyed by ``Tensor.get_device()`` (an
+        # int: cheaper to read than ``.device``), each key's device named once in ``short_devices``.
+        # Plain dicts of ints because that path is host-bound: there a Counter's += costs ~2 us,
+        # this a fraction. Folded into ``devices`` before they are copied or read (``fold``).
         self.too_short: dict = {}
+        self.short_devices: dict = {}
 
     def counters(self, device: str) -> Counters:
         return self.devices[device]
 
     def fold(self) -> None:
         """Moves the shortcut's counts into the per-device counters."""
-        for device, n in self.too_short.items():
-            self.devices[str(device)].sdpa[Reason.TOO_SHORT] += n
+        for key, n in self.too_short.items():
+            self.devices[str(self.short_devices.get(key, key))].sdpa[Reason.TOO_SHORT] += n
         self.too_short.clear()
 
     def copy_counters(self) -> dict[str, Counters]:
