@@ -65,6 +65,7 @@ class Generation:
         # int: cheaper to read than ``.device``), each key's device named once in ``short_devices``.
         # Plain dicts of ints because that path is host-bound: there a Counter's += costs ~2 us,
         # this a fraction. Folded into ``devices`` before they are copied or read (``fold``).
+        # Cleared in place, never rebound: the router's active scope holds this very dict.
         self.too_short: dict = {}
         self.short_devices: dict = {}
 
@@ -74,7 +75,7 @@ class Generation:
     def fold(self) -> None:
         """Moves the shortcut's counts into the per-device counters."""
         for key, n in self.too_short.items():
-            self.devices[str(self.short_devices.get(key, key))].sdpa[Reason.TOO_SHORT] += n
+            self.devices[str(self.short_devices[key])].sdpa[Reason.TOO_SHORT] += n
         self.too_short.clear()
 
     def copy_counters(self) -> dict[str, Counters]:

@@ -217,11 +217,13 @@ def test_the_shortcuts_counts_fold_into_the_device_and_a_rerun_step_drops_its_ow
     """The too-short shortcut counts in a plain dict; a step that runs again (non-finite
     kernel output) must not count its discarded pass, and the generation's end folds the rest."""
     gen = stats.begin_generation("unit")
-    gen.too_short[torch.device("cpu")] = 3
+    cpu = torch.empty(0).get_device()  # the shortcut's key: the device's index, named once
+    gen.short_devices[cpu] = torch.device("cpu")
+    gen.too_short[cpu] = 3
     before_rerun = gen.copy_counters()  # a step boundary: folded, then copied
     assert before_rerun["cpu"].sdpa == {Reason.TOO_SHORT: 3} and gen.too_short == {}
-    gen.too_short["cpu"] = 2  # the discarded pass
+    gen.too_short[cpu] = 2  # the discarded pass
     gen.restore_counters(before_rerun)
-    gen.too_short["cpu"] = 2  # the pass that stands
+    gen.too_short[cpu] = 2  # the pass that stands
     stats.end_generation(gen)
     assert last_generation("cpu")["sdpa"] == {Reason.TOO_SHORT.value: 5}
