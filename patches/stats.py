@@ -75,7 +75,7 @@ class Generation:
     def fold(self) -> None:
         """Moves the shortcut's counts into the per-device counters."""
         for key, n in self.too_short.items():
-            self.devices[str(self.short_devices[key])].sdpa[Reason.TOO_SHORT] += n
+            self.devices[str(self.short_devices.get(key, f'device {key}'))].sdpa[Reason.TOO_SHORT] += n
         self.too_short.clear()
 
     def copy_counters(self) -> dict[str, Counters]:
