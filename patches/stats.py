@@ -74,8 +74,8 @@ class Generation:
 
     def fold(self) -> None:
         """Moves the shortcut's counts into the per-device counters."""
-        for key, n in self.too_short.items():
-            self.devices[str(self.short_devices.get(key, f'device {key}'))].sdpa[Reason.TOO_SHORT] += n
+        for key, n in self.too_short.items():  # an unnamed key is a bookkeeping slip: count it, never fail
+            self.devices[str(self.short_devices.get(key, f"device {key}"))].sdpa[Reason.TOO_SHORT] += n
         self.too_short.clear()
 
     def copy_counters(self) -> dict[str, Counters]:
