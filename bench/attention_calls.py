@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import itertools
 import json
 import math
 import statistics
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import sas_host  # noqa: E402
 
 sas_host.boot_comfyui(sas_host.comfyui_path())
@@ -32,6 +32,7 @@ import comfy.ldm.modules.attention as comfy_attention  # noqa: E402
 
 from sage_attention_scope.patches import Settings, checks, kernels, timing  # noqa: E402
 from sage_attention_scope.patches.router import AttentionRouter  # noqa: E402
+from arm_orders import balanced_orders  # noqa: E402
 
 # (label, B, H, Nq, Nkv, D) of each family at 1024² and 2048²: FLUX.1/FLUX.2/Qwen-Image/Z-Image
 # joint attention (image tokens + 512/512/256/128 text tokens), LTX-2 and LTX-Video video
@@ -69,11 +70,12 @@ def versions() -> dict:
     return info
 
 
-WARMUP, REPEATS = 3, 20
+WARMUP, REPEATS = 2, 5
 # Each arm's calls fill at least this much time: a host-bound call (tens of microseconds) is
-# timed a few hundred times, so the host's jitter - as large as the 5% asked of routing there -
-# evens out; a long call keeps REPEATS.
-WINDOW_MS, MAX_REPEATS = 10.0, 1000
+# timed a hundred times or more, so the host's jitter - as large as the 5% asked of routing
+# there - evens out; a long call keeps REPEATS. Ten rounds or more (``balanced_orders``) then
+# give each arm its median.
+WINDOW_MS, MAX_REPEATS = 5.0, 1000
 
 
 def timed(fn, device, repeats: int = REPEATS) -> float:
@@ -112,13 +114,13 @@ def call_by_call(fast: dict[str, Callable[[], object]], device, turns: int | Non
                  alone: dict[str, Callable[[], object]] | None = None) -> dict[str, float]:
     """Median ms per call of each arm, every call alone between CUDA events.
 
-    The ``fast`` arms take turns call by call, cycling through every order of them, so each arm
+    The ``fast`` arms take turns call by call, cycling through their balanced orders, so each arm
     follows each other one equally often: a slow or fast spell of the host falls on all alike.
     The ``alone`` arms (a kernel called directly: several times slower on these shapes, and the
     call after its long Python/Triton path starts with the host cold) get a loop of their own
     afterwards; interleaved, they added 6-17 us to whichever arm followed them on the H200."""
     turns = turns or TURNS
-    orders = list(itertools.permutations(fast))
+    orders = balanced_orders(list(fast))
     times: dict[str, list[float]] = {name: [] for name in [*fast, *(alone or {})]}
     for turn in range(WARMUP_TURNS + turns):
         for name in orders[turn % len(orders)]:
@@ -171,9 +173,10 @@ def kernel_arms(device) -> tuple[list, object]:
     return arms, auto
 
 
-def measure(shapes, device, dtype, rounds: int = 1) -> list[dict]:
-    """Per shape, every arm ``rounds`` times, interleaved (arm after arm, round after round),
-    and the median round: a clock ramp or a noisy moment then does not land on one arm."""
+def measure(shapes, device, dtype, rounds: int | None = None) -> list[dict]:
+    """Per shape, every arm once a round, in the rounds' balanced orders (``arm_orders``; all of
+    them unless ``rounds`` says how many), and each arm's median round: a clock ramp, a noisy
+    moment or the arm before it then does not favour one arm."""
     arms_of_kernels, auto = kernel_arms(device)
     rows = []
     for label, b, h, nq, nkv, d in shapes:
@@ -222,11 +225,11 @@ def measure(shapes, device, dtype, rounds: int = 1) -> list[dict]:
                 arms[f"{name} ({auto.name})"] = in_scope(router, lambda o=options: comfy_call(q, k, v, h, o),
                                                          f"{name} ({auto.name})")
         times: dict[str, list[float]] = {name: [] for name in arms}
-        for round_index in range(rounds):
-            # Every other round backwards: an arm's place in the order (after a kernel that left
-            # the GPU hot, or the allocator full) is not always the same.
-            order = list(arms.items()) if round_index % 2 == 0 else list(arms.items())[::-1]
-            for name, run in order:
+        orders = balanced_orders(list(arms))
+        row["rounds"] = rounds or len(orders)
+        for round_index in range(row["rounds"]):
+            for name in orders[round_index % len(orders)]:
+                run = arms[name]
                 if "error" in row.get(name, {}):
                     continue
                 if device.type == "cuda":
@@ -257,7 +260,7 @@ def measure(shapes, device, dtype, rounds: int = 1) -> list[dict]:
     return rows
 
 
-ROW_FIELDS = ("shape", "dims", "repeats", "call_by_call")  # a row's other keys are its arms
+ROW_FIELDS = ("shape", "dims", "repeats", "rounds", "call_by_call")  # a row's other keys are its arms
 
 
 def arm_names(row: dict) -> list[str]:
@@ -279,13 +282,14 @@ def routed_vs_best(row: dict) -> tuple[str, float] | None:
     return routed, row[routed]["ms"] / min(side["ms"] for side in sides)
 
 
-def to_markdown(info: dict, rows: list[dict], rounds: int = 1) -> str:
+def to_markdown(info: dict, rows: list[dict]) -> str:
     arms = list(dict.fromkeys(a for row in rows for a in arm_names(row)))
+    rounds = "/".join(str(n) for n in sorted({row.get("rounds", 1) for row in rows}))
     head = (f"Device: {info['device']}; ComfyUI {info['comfyui']}; torch {info['torch']}; Triton {info['triton']}; "
             f"sageattention {info['sageattention']}. ms per call: median of back-to-back calls ({REPEATS}, or "
             f"as many as fill {WINDOW_MS:g} ms: a host-bound call is timed hundreds of times) after "
-            f"{WARMUP} warm-ups, one synchronise per arm; the median of {rounds} interleaved rounds, "
-            f"every other one in reverse order "
+            f"{WARMUP} warm-ups, one synchronise per arm; the median of {rounds} rounds, the arms in a "
+            f"balanced order (each in every place, and after every other arm, equally often) "
             f"(× = SDPA time / arm time; rel L2 vs fp32). Last column: routed time / min(SDPA, the "
             f"routed kernel called directly); the target is ≤ 1.05.\n\n")
     lines = ["| shape (B, H, Nq, Nkv, D) | " + " | ".join(arms) + " | routed ÷ best |",
@@ -318,7 +322,7 @@ def call_by_call_table(rows: list[dict]) -> str:
     arms = list(dict.fromkeys(a for row in timed_rows for a in row["call_by_call"]))
     lines = ["", f"Host-bound shapes (SDPA under {HOST_BOUND_MS} ms), each call alone between CUDA events, "
              f"median µs of {TURNS} after {WARMUP_TURNS} unrecorded: SDPA, the pass-through override and routed "
-             f"take turns call by call, cycling through every order; the kernel called directly runs in its own "
+             f"take turns call by call, cycling through their balanced orders; the kernel called directly runs in its own "
              f"loop afterwards (interleaved, its long host path slowed whichever call came next).", "",
              "| shape | " + " | ".join(arms) + " |", "|---" * (len(arms) + 1) + "|"]
     for row in timed_rows:
@@ -378,7 +382,8 @@ def plot(rows: list[dict], info: dict, path: Path) -> bool:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", action="store_true", help="tiny shapes, any device (CI)")
-    parser.add_argument("--rounds", type=int, default=3, help="every arm this many times, interleaved; median")
+    parser.add_argument("--rounds", type=int, help="rounds of every arm, in balanced orders (default: one full "
+                        "set of orders, as many rounds as arms, twice that for an odd count); median")
     parser.add_argument("--out", type=Path, help="folder for attention_calls.md / .json")
     args = parser.parse_args(argv)
     timing.use_store(None)  # a benchmark measures afresh: no decisions saved by earlier sessions
@@ -387,7 +392,7 @@ def main(argv=None):
     info = versions()
     print(" | ".join(f"{k} {v}" for k, v in info.items()), flush=True)
     rows = measure(SMALL_SHAPES if args.small else SHAPES + SWEEP, device, dtype, args.rounds)
-    table = to_markdown(info, rows, args.rounds)
+    table = to_markdown(info, rows)
     print(table)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import sas_host  # noqa: E402
 
 sas_host.boot_comfyui(sas_host.comfyui_path())
@@ -36,6 +37,7 @@ from sage_attention_scope.nodes.scope import scoped_model  # noqa: E402
 from sage_attention_scope.patches import kernels, stats, timing  # noqa: E402
 from sas_families import CASES, lacking, widths  # noqa: E402
 from sas_models import build, flat_latent, sample  # noqa: E402
+from arm_orders import balanced_orders  # noqa: E402
 
 # Latents of a 2048² image (FLUX.2: 16× down, patch 1; Qwen-Image: one frame) and of LTX-Video's
 # 1248×704×121 video; LTX-2's REAL_WIDTHS latent already is that video (and its audio).
@@ -106,18 +108,20 @@ def run_family(family: str, small: bool, steps: int, rounds: int, diagnose_guard
     arms["always"] = (scoped_model(model, min_seq_len=1, routing="always"), contextlib.nullcontext)
     if diagnose_guard:  # always, with the per-step finite flags not taken
         arms["always, guard off"] = (arms["always"][0], finite_guard_off)
-    # Arms interleaved, round after round; the median round per arm, so that clock ramp-up and
-    # a cold first arm do not land on one arm.
+    # Arms interleaved, round after round, each round in the next balanced order; the median
+    # round per arm, so that clock ramp-up, a cold first arm or the arm before do not land on one.
     times = {name: [] for name in arms}
     results, base = {}, None
+    orders = balanced_orders(list(arms))
     for round_index in range(rounds):
-        for name, (patched, context) in arms.items():
+        for name in orders[round_index % len(orders)]:
+            patched, context = arms[name]
             stats.reset_counters()
             out, ms, peak = run_arm(patched, sample_once, steps, context)
             times[name].append(ms)
             if round_index:
                 continue
-            base = out if base is None else base
+            base = out if name == "sdpa" else base
             counts = stats.snapshot()["devices"].get(str(model.load_device), {}).get("last_generation", {})
             results[name] = {"peak_mib": peak, "rel_l2_vs_sdpa": rel_l2(out, base),
                              "sage_calls": counts.get("sage", 0), "sdpa_calls": counts.get("sdpa_total", 0)}
@@ -170,7 +174,8 @@ def main(argv=None):
     parser.add_argument("--family", nargs="*", help="families to run (default: all this ComfyUI has; "
                                                      "--small: FLUX.1)")
     parser.add_argument("--steps", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=3, help="every arm this many times, interleaved; median")
+    parser.add_argument("--rounds", type=int, default=3, help="every arm this many times, interleaved, each round "
+                        "in the next balanced order; median")
     parser.add_argument("--diagnose-guard", action="store_true",
                         help="add an 'always' arm without the per-step finite flags (what their sync costs)")
     parser.add_argument("--out", type=Path)
@@ -187,7 +192,7 @@ def main(argv=None):
         results, label = run_family(family, args.small, args.steps, args.rounds, args.diagnose_guard)
         all_results[label] = results
         print(label, json.dumps(results), flush=True)
-    header = (f"{args.steps} euler steps, median of {args.rounds} interleaved rounds, {'float32 tiny configs' if args.small else 'bfloat16, real widths'}; "
+    header = (f"{args.steps} euler steps, median of {args.rounds} interleaved rounds (balanced orders), {'float32 tiny configs' if args.small else 'bfloat16, real widths'}; "
               f"device {torch.cuda.get_device_name(0) if cuda else 'CPU'}, ComfyUI {sas_host.comfyui_version()}, "
               f"torch {torch.__version__}, "
               f"sageattention {kernels.installed().version}"

@@ -1,4 +1,5 @@
 """The benchmark's small mode runs in CI (SDPA arms only on a CPU) so it cannot rot."""
+import collections
 import importlib.util
 
 import pytest
@@ -45,10 +46,10 @@ def test_a_host_bound_shape_is_judged_call_by_call(monkeypatch):
     fast = {name: (lambda name=name: seen.append(name)) for name in "abc"}
     turns = bench.call_by_call(fast, torch.device("cpu"), turns=6, alone={"k": lambda: seen.append("k")})
     assert set(turns) == {"a", "b", "c", "k"}
-    # Every order of the fast arms in turn, so each follows each other equally; the slow arm
-    # alone afterwards (warm-up turn included).
+    # The fast arms' balanced orders in turn (for three arms, all six), so each follows each other
+    # equally; the slow arm alone afterwards (warm-up turn included).
     rounds = ["".join(seen[i:i + 3]) for i in range(0, 21, 3)]
-    assert rounds == ["abc", "acb", "bac", "bca", "cab", "cba", "abc"] and seen[21:] == ["k"] * 7
+    assert rounds == ["abc", "bca", "cab", "cba", "acb", "bac", "abc"] and seen[21:] == ["k"] * 7
     arm = {"rel_l2": 0.0, "cosine": 1.0, "peak_mib": 0.0, "tflops": 1.0}
     row = {"shape": "short", "dims": [1, 1, 1, 1, 1], "sdpa": {**arm, "ms": 0.04}, "k": {**arm, "ms": 0.2},
            "routed (k)": {**arm, "ms": 0.05},  # a slow spell of the host fell on routed's round
@@ -99,3 +100,18 @@ def test_small_family_accuracy_runs(tmp_path):
     assert [r["family"] for r in results] == expected + ["SDXL"]
     assert all(r["calls_on_sage"] and r["worst_cosine"] > 0.9999 for r in results)
     assert "| Z-Image |" in (tmp_path / "family_accuracy.md").read_text()
+
+
+@pytest.mark.parametrize("count", [2, 3, 4, 7, 10])
+def test_balanced_orders_put_every_arm_everywhere_and_after_every_other_equally(count):
+    """Rounds of a benchmark: an arm's place, or the arm before it, must not favour it."""
+    balanced_orders = load("arm_orders").balanced_orders
+    arms = [chr(ord("a") + i) for i in range(count)]
+    orders = balanced_orders(arms)
+    assert len(orders) == (count if count % 2 == 0 else 2 * count)
+    assert all(sorted(order) == arms for order in orders)
+    places = collections.Counter((order.index(arm), arm) for order in orders for arm in arms)
+    after = collections.Counter(pair for order in orders for pair in zip(order, order[1:]))
+    assert set(places.values()) == {len(orders) // count}
+    assert len(after) == count * (count - 1) and len(set(after.values())) == 1
+    assert balanced_orders(["a"]) == [["a"]] and balanced_orders([]) == [[]]
