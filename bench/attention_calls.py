@@ -70,12 +70,13 @@ def versions() -> dict:
     return info
 
 
-WARMUP, REPEATS = 2, 5
+WARMUP, REPEATS = 2, 10
 # Each arm's calls fill at least this much time: a host-bound call (tens of microseconds) is
-# timed a hundred times or more, so the host's jitter - as large as the 5% asked of routing
-# there - evens out; a long call keeps REPEATS. Ten rounds or more (``balanced_orders``) then
-# give each arm its median.
-WINDOW_MS, MAX_REPEATS = 5.0, 1000
+# timed a few hundred times, so the host's jitter - as large as the 5% asked of routing there -
+# evens out; a long call keeps REPEATS, a window long enough to span the H200's clock swings
+# (5 calls of 5 ms a round left round medians 10% apart). Ten rounds or more
+# (``balanced_orders``) then give each arm its median.
+WINDOW_MS, MAX_REPEATS = 10.0, 1000
 
 
 def timed(fn, device, repeats: int = REPEATS) -> float:
