@@ -383,6 +383,8 @@ def plot(rows: list[dict], info: dict, path: Path) -> bool:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", action="store_true", help="tiny shapes, any device (CI)")
+    parser.add_argument("--shapes", choices=("all", "family", "sweep"), default="all",
+                        help="the families' shapes, the sequence-length sweep (the plot), or both")
     parser.add_argument("--rounds", type=int, help="rounds of every arm, in balanced orders (default: one full "
                         "set of orders, as many rounds as arms, twice that for an odd count); median")
     parser.add_argument("--out", type=Path, help="folder for attention_calls.md / .json")
@@ -392,7 +394,8 @@ def main(argv=None):
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     info = versions()
     print(" | ".join(f"{k} {v}" for k, v in info.items()), flush=True)
-    rows = measure(SMALL_SHAPES if args.small else SHAPES + SWEEP, device, dtype, args.rounds)
+    shapes = {"all": SHAPES + SWEEP, "family": SHAPES, "sweep": SWEEP}[args.shapes]
+    rows = measure(SMALL_SHAPES if args.small else shapes, device, dtype, args.rounds)
     table = to_markdown(info, rows)
     print(table)
     if args.out:
