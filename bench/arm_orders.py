@@ -14,7 +14,8 @@ T = TypeVar("T")
 
 
 def balanced_orders(arms: Sequence[T]) -> list[list[T]]:
-    """One order per round: len(arms) rounds for an even count, twice that for an odd one."""
+    """One order per round: len(arms) rounds for an even count, twice that for an odd one. The
+    first order begins with the first arm (the benchmarks' reference, SDPA, runs first)."""
     n = len(arms)
     if n < 2:
         return [list(arms)]

@@ -121,7 +121,7 @@ def run_family(family: str, small: bool, steps: int, rounds: int, diagnose_guard
             times[name].append(ms)
             if round_index:
                 continue
-            base = out if name == "sdpa" else base
+            base = out if name == "sdpa" else base  # the first order starts with it
             counts = stats.snapshot()["devices"].get(str(model.load_device), {}).get("last_generation", {})
             results[name] = {"peak_mib": peak, "rel_l2_vs_sdpa": rel_l2(out, base),
                              "sage_calls": counts.get("sage", 0), "sdpa_calls": counts.get("sdpa_total", 0)}

@@ -109,7 +109,7 @@ def test_balanced_orders_put_every_arm_everywhere_and_after_every_other_equally(
     arms = [chr(ord("a") + i) for i in range(count)]
     orders = balanced_orders(arms)
     assert len(orders) == (count if count % 2 == 0 else 2 * count)
-    assert all(sorted(order) == arms for order in orders)
+    assert all(sorted(order) == arms for order in orders) and orders[0][0] == "a"
     places = collections.Counter((order.index(arm), arm) for order in orders for arm in arms)
     after = collections.Counter(pair for order in orders for pair in zip(order, order[1:]))
     assert set(places.values()) == {len(orders) // count}
