@@ -118,21 +118,21 @@ def call_by_call(fast: dict[str, Callable[[], object]], device, turns: int | Non
     The ``fast`` arms take turns call by call, cycling through their balanced orders, so each arm
     follows each other one equally often: a slow or fast spell of the host falls on all alike.
     The ``alone`` arms (a kernel called directly: several times slower on these shapes, and the
-    call after its long Python/Triton path starts with the host cold) get a loop of their own
-    afterwards; interleaved, they added 6-17 us to whichever arm followed them on the H200."""
+    call after its long Python/Triton path starts with the host cold) take their turns in a loop
+    of their own afterwards; interleaved, they added 6-17 us to whichever arm followed them on
+    the H200."""
     turns = turns or TURNS
-    orders = balanced_orders(list(fast))
-    times: dict[str, list[float]] = {name: [] for name in [*fast, *(alone or {})]}
-    for turn in range(WARMUP_TURNS + turns):
-        for name in orders[turn % len(orders)]:
-            ms = one_call_ms(fast[name], device)
-            if turn >= WARMUP_TURNS:
-                times[name].append(ms)
-    for name, fn in (alone or {}).items():
+    times: dict[str, list[float]] = {}
+    for group in (fast, alone or {}):
+        if not group:
+            continue
+        orders = balanced_orders(list(group))
+        times.update({name: [] for name in group})
         for turn in range(WARMUP_TURNS + turns):
-            ms = one_call_ms(fn, device)
-            if turn >= WARMUP_TURNS:
-                times[name].append(ms)
+            for name in orders[turn % len(orders)]:
+                ms = one_call_ms(group[name], device)
+                if turn >= WARMUP_TURNS:
+                    times[name].append(ms)
     return {name: statistics.median(values) for name, values in times.items()}
 
 
