@@ -1,9 +1,9 @@
 """Per-family accuracy of the real kernel: each family at its real widths (depth reduced to a
 block or two, random weights, bf16), one sampling step at its usual resolution through the
-Scope with every eligible call on SageAttention, and every such call compared with fp32 SDPA on
+Scope with every eligible call on the kernel, and every such call compared with fp32 SDPA on
 the same inputs. Writes docs/bench/family_accuracy.md (GPU, torch, kernel named).
 
-    python bench/family_accuracy.py [--small] [--out docs/bench]
+    python bench/family_accuracy.py [--small] [--family ...] [--kernel auto] [--out docs/bench]
 
 --small runs the tiny test configs on the CPU with the reference double (CI keeps it working).
 """
@@ -12,85 +12,75 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-import sas_host  # noqa: E402
+import sas_harness
 
-sas_host.boot_comfyui(sas_host.comfyui_path())
-sas_host.import_pack()
+sas_harness.boot()
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import comfy.model_management  # noqa: E402
-import comfy.supported_models  # noqa: E402
 
-from sage_attention_scope.patches import Settings, checks, families, kernels, scope_for_family, stats  # noqa: E402
-from sas_doubles import reference_attention  # noqa: E402
-from sas_families import CASES, Case, lacking, widths  # noqa: E402
-from sas_models import build, sample  # noqa: E402
+from sage_attention_scope.patches import Session, Settings, families, scope_for_family, trials  # noqa: E402
+from sas_harness.doubles import make_kernel, reference_attention  # noqa: E402
+from sas_harness.families import CASES, Case, bench_model, lacking  # noqa: E402
+from sas_harness.host import comfyui_version  # noqa: E402
+from sas_harness.models import sample  # noqa: E402
 
 PROBE = "accuracy_probe"
 
-class Probe:
-    """Wraps a kernel: runs it, and compares each result with fp32 SDPA on the same inputs."""
 
-    def __init__(self, kernel):
-        self.kernel = kernel
+class Probe:
+    """Wraps a backend's adapter: runs it, and compares each result with fp32 SDPA on the same inputs."""
+
+    def __init__(self, run):
+        self.run = run
         self.rows: list[dict] = []
 
-    def __call__(self, q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, smooth_k=False, **kwargs):
-        out = self.kernel(q, k, v, tensor_layout=tensor_layout, is_causal=is_causal, sm_scale=sm_scale,
-                          smooth_k=smooth_k, **kwargs)
-        dims = (1, 2) if tensor_layout == "NHD" else None
-        qf, kf, vf = (t.transpose(*dims) if dims else t for t in (q, k, v))
-        ref = F.scaled_dot_product_attention(qf.float(), kf.float(), vf.float(), scale=sm_scale)
-        got = out.transpose(*dims) if dims else out
-        cosine, rel_l2, finite = checks.compare(got, ref)
+    def __call__(self, fn, q, k, v, call, layout, settings):
+        out = self.run(fn, q, k, v, call, layout, settings)
+        hnd = (lambda t: t) if layout == "HND" else (lambda t: t.transpose(1, 2))
+        qf, kf, vf = (hnd(t).float() for t in (q, k, v))
+        ref = F.scaled_dot_product_attention(qf, kf, vf, attn_mask=call.sdpa_mask(), scale=call.scale)
+        cosine, rel_l2, finite = trials.compare(hnd(out), ref)
         self.rows.append({"q": list(qf.shape), "kv_len": kf.shape[2], "cosine": cosine, "rel_l2": rel_l2,
                           "finite": finite})
         return out
 
 
-def probe_kernel(device) -> tuple[kernels.Kernel, Probe]:
+def probe_backend(session, device, kernel: str):
+    """The backend ``kernel`` binds on ``device`` (the reference double on a CPU), its adapter probed."""
     if device.type == "cuda":
-        real = kernels.resolve("auto", device).kernel
-        if real is None:
-            raise SystemExit(f"no SageAttention kernel on {device}: {kernels.resolve('auto', device).why}")
-        probe = Probe(real.function)
-        spec = dataclasses.replace(real.spec, name=PROBE)
-        return kernels.Kernel(spec, probe, real.version), probe
-    probe = Probe(reference_attention)
-    spec = kernels.KernelSpec(PROBE, "reference_attention", frozenset(range(1, 513)),
-                              frozenset({torch.float32, torch.bfloat16, torch.float16}), frozenset({"cpu", "cuda"}))
-    return kernels.Kernel(spec, probe, "test-double"), probe
+        bound = session.resolve(kernel, device).bound
+        if bound is None:
+            raise SystemExit(f"no kernel {kernel} on {device}: {session.resolve(kernel, device).why}")
+        backend, fn = bound.backend, bound.fn
+    else:
+        backend, fn = make_kernel("reference", reference_attention), reference_attention
+    probe = Probe(backend.run)
+    return dataclasses.replace(backend, name=PROBE, fn=fn, run=probe), probe
 
 
-def run_family(case: Case, small: bool, device, dtype, probe_state) -> dict:
-    kernel, probe = probe_state
-    w = widths(case, small)
-    config, conditioning, latent_hw, channels, latent = w.config, w.conditioning, w.latent_hw, w.channels, w.latent
-    cls = getattr(comfy.supported_models, case.config_class)
-    model = build(cls, config, dtype=dtype, device=device, std=0.2 if small else 0.02)
-    probe.rows.clear()
-    stats.reset_session()
-    kernels.register_test_kernel(kernel)
+def run_family(case: Case, small: bool, device, dtype, kernel: str) -> dict:
+    session = Session(store=None)
+    backend, probe = probe_backend(session, device, kernel)
+    session.add_backend(backend)
+    model, conditioning, latent_hw, channels, latent = bench_model(case.family, None, "reduced", small, dtype, device)
     try:
         settings = Settings(kernel=PROBE, min_seq_len=case.min_seq_len if small else 1024, routing="always")
-        scoped, found = scope_for_family(model, settings)
-        assert found.family is families.by_name(case.family)
+        scoped, found = scope_for_family(model, settings, session)
+        assert found.family is families.REGISTRY[case.family]
         sample(scoped, conditioning(), latent_hw=latent_hw, channels=channels, steps=1,
                latent=latent() if latent else None)
     finally:
-        kernels.unregister_test_kernel(PROBE)
         del model
         comfy.model_management.unload_all_models()
         comfy.model_management.soft_empty_cache()
-    gen = stats.snapshot()["devices"][str(device)]["last_generation"]
+    gen = session.snapshot()["devices"][str(device)]["last_generation"]
     rows = probe.rows
-    return {"family": case.family, "latent": list(latent_hw), "calls_on_sage": len(rows), "sdpa": gen["sdpa"],
+    return {"family": case.family, "latent": list(latent_hw), "calls_on_kernel": len(rows), "sdpa": gen["sdpa"],
             "worst_cosine": min(r["cosine"] for r in rows) if rows else None,
             "worst_rel_l2": max(r["rel_l2"] for r in rows) if rows else None,
             "all_finite": all(r["finite"] for r in rows),
@@ -99,14 +89,14 @@ def run_family(case: Case, small: bool, device, dtype, probe_state) -> dict:
 
 def to_markdown(results: list[dict], header: str) -> str:
     lines = [header, "",
-             "| family | latent | calls on SageAttention | other calls (SDPA, reason) | worst cosine | worst rel L2 | "
+             "| family | latent | calls on the kernel | other calls (SDPA, reason) | worst cosine | worst rel L2 | "
              "shapes (B, H, N, D; kv) |", "|---|---|---|---|---|---|---|"]
     for r in results:
         sdpa = ", ".join(f"{n} {reason}" for reason, n in r["sdpa"].items()) or "-"
         shapes = "; ".join(f"{'x'.join(map(str, q))}; {kv}" for q, kv in r["shapes"])
         cos = f"{r['worst_cosine']:.5f}" if r["worst_cosine"] is not None else "-"
         rel = f"{r['worst_rel_l2']:.4f}" if r["worst_rel_l2"] is not None else "-"
-        lines.append(f"| {r['family']} | {'x'.join(map(str, r['latent']))} | {r['calls_on_sage']} | {sdpa} | "
+        lines.append(f"| {r['family']} | {'x'.join(map(str, r['latent']))} | {r['calls_on_kernel']} | {sdpa} | "
                      f"{cos} | {rel} | {shapes} |")
     return "\n".join(lines) + "\n"
 
@@ -114,23 +104,28 @@ def to_markdown(results: list[dict], header: str) -> str:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", action="store_true", help="tiny configs, any device (CI)")
+    parser.add_argument("--family", nargs="*", help="default: every family this ComfyUI has")
+    parser.add_argument("--kernel", default="auto")
     parser.add_argument("--out", type=Path, help="folder for family_accuracy.md / .json")
     args = parser.parse_args(argv)
     device = torch.device("cuda:0" if torch.cuda.is_available() and not args.small else "cpu")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    probe_state = probe_kernel(device)
-    kernel = probe_state[0]
-    what = (f"{torch.cuda.get_device_name(device)}, ComfyUI {sas_host.comfyui_version()}, torch {torch.__version__}, "
-            f"sageattention {kernels.installed().version}, kernel {kernels.resolve('auto', device).kernel.name}"
-            if device.type == "cuda" else f"CPU, torch {torch.__version__}, {kernel.spec.function_name} test double")
+    if device.type == "cuda":
+        bound = Session(store=None).resolve(args.kernel, device).bound
+        what = (f"{torch.cuda.get_device_name(device)}, ComfyUI {comfyui_version()}, torch {torch.__version__}, "
+                f"kernel {bound.name if bound else None}, {bound.version if bound else ''}")
+    else:
+        what = f"CPU, ComfyUI {comfyui_version()}, torch {torch.__version__}, the reference test double"
     results = []
     for case in CASES:
+        if args.family and case.family not in args.family:
+            continue
         if lacking(case):
             print(f"{case.family}: skipped, {lacking(case)}", flush=True)
             continue
-        results.append(run_family(case, args.small, device, dtype, probe_state))
+        results.append(run_family(case, args.small, device, dtype, args.kernel))
         print(json.dumps({k: v for k, v in results[-1].items() if k != "shapes"}), flush=True)
-    models = ("the tiny test configs (tests/sas_families.py) at their test thresholds" if args.small else
+    models = ("the tiny test configs (tests/sas_harness/families.py) at their test thresholds" if args.small else
               "random weights (std 0.02), real widths, one or two blocks, min_seq_len 1024")
     header = (f"# Per-family accuracy\n\n{what}; {dtype}; {models}; one euler step, routing always; every call "
               f"that ran on the kernel compared with fp32 SDPA on the same inputs.")

@@ -7,20 +7,17 @@ docs/bench/fault_matrix.md. Runs on a CPU in seconds (the test suite runs the sa
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-import sas_host  # noqa: E402
+import sas_harness
 
-sas_host.boot_comfyui(sas_host.comfyui_path())
-sas_host.import_pack()
+sas_harness.boot()
 
 import torch  # noqa: E402
 
-
-from sas_families import CASES, lacking, model_of, sample_case  # noqa: E402
-from sas_fault_matrix import FAULTS, STEPS, TOLERANCE, run  # noqa: E402
+from sas_harness.families import CASES, lacking, model_of, sample_case  # noqa: E402
+from sas_harness.fault_matrix import FAULTS, STEPS, TOLERANCE, run  # noqa: E402
+from sas_harness.host import comfyui_version  # noqa: E402
 
 
 def _counts(outcome) -> str:
@@ -48,8 +45,8 @@ def main(argv=None):
     lines = [
         "# Fault matrix",
         "",
-        f"ComfyUI {sas_host.comfyui_version()}, torch {torch.__version__}, CPU; each family's tiny random-weight "
-        f"model (tests/sas_families.py), {STEPS} euler steps, the kernel replaced by a test double that fails "
+        f"ComfyUI {comfyui_version()}, torch {torch.__version__}, CPU; each family's tiny random-weight "
+        f"model (tests/sas_harness/families.py), {STEPS} euler steps, the kernel replaced by a test double that fails "
         f"one way. \"Within tolerance\": the final latent matches the fault-free SDPA run "
         f"(rtol {TOLERANCE['rtol']}, atol {TOLERANCE['atol']}) and is finite.",
         "",

@@ -1,8 +1,19 @@
 """ComfyUI nodes of the pack (V3 API). Imported only when ``comfy_api.latest`` exists."""
 from comfy_api.latest import ComfyExtension, io
 
-from .scope import SageAttentionScope
-from .status import SageAttentionStatus
+from ..patches import Session
+
+# The pack's state for as long as ComfyUI runs: kernel choices, checks, routing, counters.
+SESSION = Session()
+
+
+def session() -> Session:
+    """The session the nodes use (read at call time, so a test can hand them its own)."""
+    return SESSION
+
+
+from .scope import SageAttentionScope  # noqa: E402
+from .status import SageAttentionStatus  # noqa: E402
 
 NODES = [SageAttentionScope, SageAttentionStatus]
 

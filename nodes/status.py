@@ -3,23 +3,23 @@ from __future__ import annotations
 
 from comfy_api.latest import io
 
-from ..patches import reasons, stats
+from ..patches import Reason
+from . import session
 
 UI_KEY = "sage_attention_status"
 
 
 def render(snap: dict) -> str:
-    """Human-readable status from ``stats.snapshot()``."""
-    sa = snap["sageattention"]
-    lines = [f"SageAttention {sa['version']}" if sa["version"] and not sa["error"] else
-             (sa["error"] or "SageAttention not installed: pip install sageattention")]
+    """Human-readable status from ``Session.snapshot()``."""
+    lines = ["Installed: " + ", ".join(f"{name} {version or '(not installed)'}"
+                                       for name, version in snap["libraries"].items())]
     for model in snap.get("models", []):
         lines.append(f"model {model['model']}: " + ("scoped" if model["scoped"] else "passed through unchanged"))
     if not snap["devices"]:
         lines.append("No scoped model has sampled yet in this session.")
     for device, info in snap["devices"].items():
         for choice, line in info["kernels"].items():
-            kernel = line["kernel"] or "SDPA only"
+            kernel = f"{line['kernel']}, {line['version']}" if line["kernel"] else "SDPA only"
             lines.append(f"{device}: {kernel} ({line['why']})" + (f" [kernel={choice}]" if choice != "auto" else ""))
         if info["retired"]:
             lines.append(f"{device}: retired for this session: {info['retired']}")
@@ -32,7 +32,7 @@ def render(snap: dict) -> str:
         for title, counts in (("last generation", info["last_generation"]), ("session", info["session"])):
             lines.append(f"  {title}: {counts['sage']} SageAttention, {counts['sdpa_total']} SDPA")
             for reason, n in counts["sdpa"].items():
-                lines.append(f"    SDPA {n}: {reasons.Reason(reason).label}")
+                lines.append(f"    SDPA {n}: {Reason(reason).label}")
             if counts["masks_dropped"]:
                 lines.append(f"    no-op masks dropped: {counts['masks_dropped']}")
             for fault, n in counts["faults"].items():
@@ -66,8 +66,8 @@ class SageAttentionStatus(io.ComfyNode):
 
     @classmethod
     def execute(cls, after=None, reset_counters=False) -> io.NodeOutput:
-        snap = stats.snapshot()
+        snap = session().snapshot()
         text = render(snap)
         if reset_counters:
-            stats.reset_counters()
+            session().reset_counters()
         return io.NodeOutput(text, ui={"text": [text], UI_KEY: [snap]})

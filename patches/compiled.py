@@ -1,89 +1,75 @@
-"""The scope under torch.compile: SageAttention as one registered custom op.
+"""The scope under torch.compile: every attention call of a traced scoped model becomes one
+opaque custom op, ``sage_attention_scope::attention``, whose implementation runs the router on
+the call at run time - the same ``decide``, kernel, check, timing, fallback and counting as in
+eager mode. So a scoped block compiles as one graph (no graph break), and nothing is decided at
+trace time.
 
-While Dynamo traces a scoped model (ComfyUI's TorchCompileModel, or any torch.compile of it),
-the router cannot count, time or read the scope's context variable without breaking the graph.
-So, while tracing, it decides only what the call's shapes and dtypes already say (the same
-static rules as in eager mode) and hands each eligible call to ``sage_attention_scope::attention``:
-an opaque op with a fake implementation for tracing, whose real implementation runs eagerly on
-every call and does everything else - kernel choice, first-call check, measured routing, fault
-fallback to SDPA, counting - through the router, exactly as in eager mode. Calls decided at
-trace time for SDPA are compiled as ComfyUI's own attention and are not counted.
+Custom ops take tensors and scalars, not Python objects: the op finds its router in
+``_ROUTERS``, a weak index by id (the one piece of process-level plumbing besides the import-time
+registries; it holds no state of its own), and ComfyUI's attention function by its qualified
+name. The call's keyword arguments that are not tensors or flags (``transformer_options``) do
+not cross the op; ComfyUI's attention functions do not read them.
 """
 from __future__ import annotations
 
+import importlib
 import weakref
 from typing import Optional
 
 import torch
 import torch.nn.functional as F
 
-from . import kernels
-from .eligibility import AttentionCall, KernelTraits, static_reason
-
 OP = "sage_attention_scope::attention"
-
-_routers: "weakref.WeakValueDictionary[str, object]" = weakref.WeakValueDictionary()
+_ROUTERS: "weakref.WeakValueDictionary[str, object]" = weakref.WeakValueDictionary()
 
 
 def register(router) -> str:
-    """The key by which the op finds ``router`` (ops take no Python objects)."""
     key = f"{id(router):x}"
-    _routers[key] = router
+    _ROUTERS[key] = router
     return key
 
 
-def _sdpa_hnd(q, k, v, heads, mask=None, skip_reshape=True, skip_output_reshape=True, scale=None, **_):
-    """Plain SDPA on (B, H, N, D) tensors: the op's fallback and reference."""
-    return F.scaled_dot_product_attention(q, k, v, scale=scale)
-
-
-def _through(func, args, kwargs):
-    return func(*args, **kwargs)
+def trace(router, func, args: tuple, kwargs: dict):
+    """While Dynamo traces: the call as the op."""
+    values = dict(zip(("q", "k", "v", "heads", "mask"), args), **kwargs)
+    precision = values.get("attn_precision")
+    return torch.ops.sage_attention_scope.attention(
+        values["q"], values["k"], values["v"], values.get("mask"), int(values["heads"]),
+        bool(values.get("skip_reshape", False)), bool(values.get("skip_output_reshape", False)), values.get("scale"),
+        values.get("low_precision_attention", True) is not False, str(precision).removeprefix("torch.")
+        if precision is not None else "", f"{func.__module__}:{func.__name__}", router.key)  # (Dynamo has no __qualname__)
 
 
 @torch.library.custom_op(OP, mutates_args=())
-def scoped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: Optional[float],
-                     router_key: str) -> torch.Tensor:
-    """q, k, v in (B, H, N, D); returns (B, H, N, D). Never raises for a kernel's sake."""
-    from .router import current_scope  # the router imports this module
-
-    router = _routers.get(router_key)
-    active = current_scope()
-    args, kwargs = (q, k, v, q.shape[1]), {"scale": scale}
-    if router is None or active is None or active.router is not router:
-        return _sdpa_hnd(*args, **kwargs).clone()
-    call = AttentionCall(q=q, k=k, v=v, heads=q.shape[1], mask=None, skip_reshape=True, skip_output_reshape=True,
-                         scale=scale, low_precision_attention=True, enable_gqa=False, transformer_options=None)
-    out = router.route(call, active, _sdpa_hnd, args, kwargs, _through)
-    # A custom op's output may not alias its inputs; the kernel's is fresh, SDPA's too, but
-    # make sure (a view of q would break functionalisation).
-    return out if out.data_ptr() not in (q.data_ptr(), k.data_ptr(), v.data_ptr()) else out.clone()
-
-
-@scoped_attention.register_fake
-def _(q, k, v, scale, router_key):
-    return torch.empty_like(q)
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor], heads: int,
+              skip_reshape: bool, skip_output_reshape: bool, scale: Optional[float], low_precision: bool,
+              attn_precision: str, func: str, router_key: str) -> torch.Tensor:
+    """The traced call, run through its router as an eager call is."""
+    router, comfy_attention = _ROUTERS.get(router_key), _function(func)
+    if router is None or comfy_attention is None:  # the scoped model is gone: plain attention
+        hnd = (q, k, v) if skip_reshape else tuple(t.unflatten(-1, (heads, -1)).transpose(1, 2) for t in (q, k, v))
+        out = F.scaled_dot_product_attention(*hnd, attn_mask=mask, scale=scale)
+        return out if skip_output_reshape else out.transpose(1, 2).flatten(-2)
+    kwargs = dict(mask=mask, skip_reshape=skip_reshape, skip_output_reshape=skip_output_reshape,
+                  attn_precision=getattr(torch, attn_precision) if attn_precision else None,
+                  _inside_attn_wrapper=True, **({"scale": scale} if scale is not None else {}),
+                  **({} if low_precision else {"low_precision_attention": False}))
+    out = router(comfy_attention, q, k, v, heads, **kwargs)
+    # A custom op's output may not alias its inputs.
+    return out.clone() if out.data_ptr() in (q.data_ptr(), k.data_ptr(), v.data_ptr()) else out
 
 
-def route_while_tracing(router, func, args, kwargs):
-    """The router's decision while Dynamo traces: static rules only, then the op."""
-    call = AttentionCall.parse(args, kwargs)
-    settings = router.settings
-    # The kernel chosen for this device, if already known (the Scope node resolves it for the
-    # model's device); if not, the op resolves it at run time and checks the rest itself.
-    resolution = kernels.peek(settings.kernel, call.device)
-    if resolution is not None and resolution.kernel is None:
-        return router.call_through(func, args, kwargs)
-    traits = (KernelTraits(resolution.kernel.spec.head_dims, resolution.kernel.spec.dtypes) if resolution
-              else KernelTraits(frozenset(range(1, 1025)), frozenset({torch.float16, torch.bfloat16, torch.float32})))
-    if (not settings.enabled or call.mask is not None
-            or static_reason(call, traits, settings.min_seq_len, router.family_rule) is not None):
-        return router.call_through(func, args, kwargs)
-    q, k, v = call.kernel_views()
-    if call.layout == "NHD":  # views (B, N, H, D) -> (B, H, N, D), still no copy
-        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-    out = torch.ops.sage_attention_scope.attention(q, k, v, call.scale, router.op_key)
-    if call.skip_output_reshape:
-        return out
-    b, h, n, d = out.shape
-    return out.transpose(1, 2).reshape(b, n, h * d)
+@attention.register_fake
+def _(q, k, v, mask, heads, skip_reshape, skip_output_reshape, scale, low_precision, attn_precision, func, router_key):
+    b, n, d = q.shape[0], q.shape[-2], q.shape[-1] if skip_reshape else q.shape[-1] // heads
+    return q.new_empty((b, heads, n, d) if skip_output_reshape else (b, n, heads * d))
+
+
+def _function(name: str):
+    """ComfyUI's attention function by "module:name" (its ``wrap_attn``-wrapped module attribute,
+    which ``_inside_attn_wrapper`` sends straight to the function), or None."""
+    module, _, attribute = name.partition(":")
+    try:
+        return getattr(importlib.import_module(module), attribute, None)
+    except ImportError:
+        return None

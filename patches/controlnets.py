@@ -9,7 +9,6 @@ that holds only the scope's override. A caller that passes its own is left alone
 """
 from __future__ import annotations
 
-import functools
 import inspect
 from typing import Iterable
 
@@ -18,7 +17,6 @@ import torch
 OPTIONS_PARAM = "transformer_options"
 
 
-@functools.lru_cache(maxsize=None)
 def _options_position(forward) -> int | None:
     """Index of ``transformer_options`` among ``forward``'s positional parameters (self
     excluded), or None when it has no such parameter."""
@@ -50,9 +48,12 @@ def control_models(conds: Iterable) -> list[torch.nn.Module]:
 def hand_override(module: torch.nn.Module, options: dict) -> list:
     """Hooks every submodule of ``module`` whose forward takes ``transformer_options``;
     returns the hook handles."""
-    handles = []
+    handles, positions = [], {}
     for sub in module.modules():
-        position = _options_position(type(sub).forward)
+        forward = type(sub).forward
+        if forward not in positions:
+            positions[forward] = _options_position(forward)
+        position = positions[forward]
         if position is None:
             continue
 

@@ -1,51 +1,73 @@
-"""Why an attention call stayed on PyTorch SDPA: one closed set, counted per call."""
+"""What became of an attention call: the kernel, or SDPA for one Reason; and kernel faults.
+
+A generation's counters are one Counter keyed by these: ``SAGE``, a ``Reason``, a ``Fault`` or
+``MASK_DROPPED`` (their string values never collide).
+"""
 from __future__ import annotations
 
 import enum
 
+import torch
 
-class Reason(str, enum.Enum):
-    """Every SDPA route carries exactly one of these. Values are stable, snake_case keys
-    (they appear in the status payload and the docs); ``label`` is the human text."""
-
-    DISABLED = "disabled"
-    OUTSIDE_SCOPE = "outside_scope"
-    NO_KERNEL = "no_kernel"
-    NOT_CUDA = "not_cuda"
-    DEVICE_RETIRED = "device_retired"
-    OOM_EARLIER = "oom_earlier"
-    LOW_PRECISION_OPT_OUT = "low_precision_opt_out"
-    DTYPE = "dtype"
-    HEAD_DIM = "head_dim"
-    LAYOUT = "layout"
-    TOO_SHORT = "too_short"
-    FAMILY = "family"
-    CHECK_FAILED = "check_failed"
-    MASK = "mask"
-    KERNEL_FAULT = "kernel_fault"
-    MEASURED_SLOWER = "measured_slower"
-
-    @property
-    def label(self) -> str:
-        return _LABELS[self]
+SAGE = "sage"
+MASK_DROPPED = "masks_dropped"
 
 
-_LABELS = {
-    Reason.DISABLED: "scope disabled",
-    Reason.OUTSIDE_SCOPE: "called outside the sampling scope",
-    Reason.NO_KERNEL: "no SageAttention kernel for this GPU",
-    Reason.NOT_CUDA: "tensors not on a CUDA device",
-    Reason.DEVICE_RETIRED: "device retired after repeated kernel errors",
-    Reason.OOM_EARLIER: "out of memory earlier in this generation",
-    Reason.LOW_PRECISION_OPT_OUT: "model opted out (low_precision_attention=False)",
-    Reason.DTYPE: "dtype not fp16/bf16 (or not what the kernel takes)",
-    Reason.HEAD_DIM: "head size the kernel does not support",
-    Reason.LAYOUT: "layout the kernel cannot take without a copy",
-    Reason.TOO_SHORT: "query or key shorter than the minimum sequence length",
-    Reason.FAMILY: "not eligible for this model family",
-    Reason.CHECK_FAILED: "first-call check against SDPA failed",
-    Reason.MASK: "attention mask given",
-    Reason.KERNEL_FAULT: "kernel raised or returned a bad result",
-    Reason.MEASURED_SLOWER: "SageAttention measured slower than SDPA for this shape",
-}
-assert set(_LABELS) == set(Reason)
+class _Labelled(str, enum.Enum):
+    def __new__(cls, value: str, label: str):
+        member = str.__new__(cls, value)
+        member._value_, member.label = value, label
+        return member
+
+
+class Reason(_Labelled):
+    """Why a call stayed on PyTorch SDPA; values are stable keys (status payload, docs)."""
+    DISABLED = "disabled", "scope disabled"
+    OUTSIDE_SCOPE = "outside_scope", "called outside the sampling scope"
+    TOO_SHORT = "too_short", "query or key shorter than the minimum sequence length"
+    NOT_CUDA = "not_cuda", "tensors not on a CUDA device"
+    NO_KERNEL = "no_kernel", "no attention kernel for this GPU"
+    LOW_PRECISION_OPT_OUT = "low_precision_opt_out", "model opted out (low_precision_attention=False)"
+    DTYPE = "dtype", "dtype the kernel does not take"
+    LAYOUT = "layout", "layout the kernel cannot take without a copy"
+    HEAD_DIM = "head_dim", "head size the kernel does not support"
+    SCALE = "scale", "softmax scale the kernel cannot apply"
+    DEVICE_RETIRED = "device_retired", "device retired after repeated kernel errors"
+    OOM_EARLIER = "oom_earlier", "out of memory earlier in this generation"
+    CHECK_FAILED = "check_failed", "first-call check against SDPA failed"
+    MASK = "mask", "attention mask the kernel cannot take"
+    MEASURED_SLOWER = "measured_slower", "kernel measured slower than SDPA for this shape"
+    KERNEL_FAULT = "kernel_fault", "kernel raised or returned a bad result"
+
+
+class Fault(_Labelled):
+    """How a kernel failed. Out of memory: the rest of the generation on SDPA on that device;
+    Triton: ``TRITON_RETIRE_AFTER`` in a row retire the device for the session; any other: that
+    call on SDPA."""
+    OOM = "oom", "out of memory"
+    TRITON = "triton", "Triton compile or cache error"
+    OTHER = "other", "kernel error"
+    NON_FINITE = "non_finite", "NaN or inf in the kernel's output"
+    WRONG_SHAPE = "wrong_shape", "output of the wrong shape"
+
+
+TRITON_RETIRE_AFTER = 3
+_OOM_TYPES = tuple(t for t in (getattr(torch, "OutOfMemoryError", None),
+                               getattr(torch.cuda, "OutOfMemoryError", None)) if t is not None)
+_TRITON_HINTS = ("triton", "ptxas", "cuda_utils", "libcuda.so")
+
+
+def classify(exc: BaseException) -> Fault:
+    if isinstance(exc, _OOM_TYPES) or (isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()):
+        return Fault.OOM
+    # Triton raises its own classes; a broken or unwritable cache is an OSError naming its path.
+    if any(cls.__module__.split(".")[0] == "triton" for cls in type(exc).__mro__):
+        return Fault.TRITON
+    if isinstance(exc, OSError) and any(h in str(exc).lower() for h in _TRITON_HINTS):
+        return Fault.TRITON
+    return Fault.OTHER
+
+
+def describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__module__}.{type(exc).__qualname__}: {text[0] if text else ''}"[:300]

@@ -9,7 +9,6 @@ forgets everything. A store that cannot be read or written is logged once and ig
 """
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import os
@@ -26,20 +25,19 @@ FILE = Path("sage_attention_scope") / "measured_routing.json"
 AGREEMENTS_TO_USE = 2  # sessions that must have measured the same winner
 
 
-def fingerprint(device: str, sageattention_version: Optional[str]) -> str:
-    """What a decision depends on besides its bucket: GPU, driver, torch + CUDA, sageattention."""
+def fingerprint(device: str, kernel_version: Optional[str]) -> str:
+    """What a decision depends on besides its bucket: GPU, driver, torch + CUDA, the kernel's library."""
     dev = torch.device(device)
-    parts = [f"torch {torch.__version__}", f"sageattention {sageattention_version}"]
+    parts = [f"torch {torch.__version__}", f"kernel {kernel_version}"]
     if dev.type == "cuda":
         parts += [torch.cuda.get_device_name(dev), "sm%d%d" % torch.cuda.get_device_capability(dev),
-                  f"CUDA {torch.version.cuda}", f"driver {_driver_version()}"]
+                  f"CUDA {torch.version.cuda}", f"driver {driver_version()}"]
     else:
         parts.append(dev.type)
     return " | ".join(parts)
 
 
-@functools.lru_cache(maxsize=None)  # the driver does not change within a process
-def _driver_version() -> str:
+def driver_version() -> str:
     try:
         import pynvml  # nvidia-ml-py, where installed
         pynvml.nvmlInit()

@@ -30,6 +30,13 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 
+# The test and benchmark harness (tests/sas_harness) importable in this environment, as an
+# editable install would make it: scripts and benchmarks import it without touching sys.path.
+"$py" - "$root/tests" <<'PY'
+import sys, sysconfig, pathlib
+(pathlib.Path(sysconfig.get_paths()["purelib"]) / "sas-harness.pth").write_text(sys.argv[1] + "\n")
+PY
+
 if [ -z "${COMFYUI_PATH:-}" ]; then
   tree="$root/.comfyui/ComfyUI"
   if [ ! -f "$tree/comfy/model_patcher.py" ]; then

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
-from sas_server import tiny_prompt
+from sas_harness import ROOT
+from sas_harness.server import tiny_prompt
 
 CHROMIUM = os.environ.get("SAS_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(os.environ.get("SAS_ARTIFACTS") or ROOT / ".artifacts" / "browser")
@@ -45,7 +45,7 @@ def page(server):
         browser.close()
 
 
-def test_the_example_workflows_are_offered_as_templates(page, server):
+def test_the_example_workflows_are_offered_as_templates(session, page, server):
     page.evaluate("() => window.app.extensionManager.command.execute('Comfy.BrowseTemplates')")
     for path in (ROOT / "example_workflows").glob("*.json"):
         sync_api.expect(page.get_by_text(path.stem, exact=True).first).to_be_visible(timeout=READY_MS)
@@ -53,7 +53,7 @@ def test_the_example_workflows_are_offered_as_templates(page, server):
     open_ui(page, server.url)  # a fresh page, without the dialog
 
 
-def test_example_workflow_loads_in_the_front_end(page):
+def test_example_workflow_loads_in_the_front_end(session, page):
     workflow = json.loads((ROOT / "example_workflows" / "flux1_dev_text_to_image.json").read_text())
     page.evaluate("wf => window.app.loadGraphData(wf)", workflow)
     loaded = page.evaluate("() => window.app.graph._nodes.map(n => n.type)")
@@ -63,7 +63,7 @@ def test_example_workflow_loads_in_the_front_end(page):
     page.screenshot(path=str(ARTIFACTS / "example_workflow_flux1.png"))
 
 
-def test_tiny_graph_runs_and_the_status_node_shows_its_text(page):
+def test_tiny_graph_runs_and_the_status_node_shows_its_text(session, page):
     page.evaluate("api => window.app.loadApiJson(api, 'sas_tiny')", tiny_prompt(seed=7))
     page.evaluate("() => window.app.queuePrompt(0, 1)")
     status = page.locator("[data-sage-status]")

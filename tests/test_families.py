@@ -11,44 +11,44 @@ import torch
 import comfy.supported_models
 
 from sage_attention_scope.nodes.status import render
-from sage_attention_scope.patches import Reason, Settings, families, scope_for_family, snapshot
-from sas_doubles import RecordingKernel, make_kernel, registered
-from sas_families import (CASES, FLUX_TOKENS, QWEN_TOKENS, SAGE, model_of as _model, routing_table as _table,
+from sage_attention_scope.patches import Reason, Settings, families, scope_for_family
+from sas_harness.doubles import RecordingKernel, make_kernel, registered
+from sas_harness.families import (CASES, FLUX_TOKENS, QWEN_TOKENS, SAGE, model_of as _model, routing_table as _table,
                           sample_case as _sample)
-from sas_models import TINY_FLUX, TINY_FLUX2, TINY_QWEN_IMAGE, TINY_SD15, TINY_SDXL, TINY_Z_IMAGE, build, \
+from sas_harness.models import TINY_FLUX, TINY_FLUX2, TINY_QWEN_IMAGE, TINY_SD15, TINY_SDXL, TINY_Z_IMAGE, build, \
     flux_conditioning, sample, text_conditioning
-from sas_scope import last_generation
+from sas_harness.run import last_generation
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.family)
-def test_family_is_recognised_from_comfyuis_classes(case):
+def test_family_is_recognised_from_comfyuis_classes(session, case):
     found = families.recognise(_model(case))
     assert found.opens and found.family.name == case.family
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.family)
-def test_one_step_routes_each_call_as_the_structure_says(case):
+def test_one_step_routes_each_call_as_the_structure_says(session, case):
     model = _model(case)
     plain = _sample(model, case)
     kernel = RecordingKernel()
-    with registered(make_kernel("double", kernel)):
-        scoped, found = scope_for_family(model, Settings(kernel="double", min_seq_len=case.min_seq_len))
+    with registered(session, make_kernel("double", kernel)):
+        scoped, found = scope_for_family(model, Settings(kernel="double", min_seq_len=case.min_seq_len), session)
         assert found.family.name == case.family
         routed = _sample(scoped, case)
-    assert _table(last_generation()) == case.per_step
+    assert _table(last_generation(session)) == case.per_step
     assert len(kernel.calls) == case.per_step[SAGE]
     torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.family)
-def test_disabled_scope_is_bit_identical_to_no_node(case):
+def test_disabled_scope_is_bit_identical_to_no_node(session, case):
     model = _model(case)
     plain = _sample(model, case)
-    scoped, _ = scope_for_family(model, Settings(enabled=False))
+    scoped, _ = scope_for_family(model, Settings(enabled=False), session)
     assert torch.equal(_sample(scoped, case), plain)
-    assert _table(last_generation()) == {Reason.DISABLED: sum(case.per_step.values())}
+    assert _table(last_generation(session)) == {Reason.DISABLED: sum(case.per_step.values())}
 
 
-def test_flux2_and_schnell_are_told_apart_by_class():
+def test_flux2_and_schnell_are_told_apart_by_class(session):
     assert families.recognise(build(comfy.supported_models.FluxSchnell, TINY_FLUX)).family.name == "FLUX.1"
     assert families.recognise(build(comfy.supported_models.Flux2, TINY_FLUX2)).family.name == "FLUX.2"
 
@@ -57,43 +57,35 @@ def test_flux2_and_schnell_are_told_apart_by_class():
     ("SD15", "SD1.5 is not supported: head sizes 40/80/160 never qualify"),
     ("SD20", "SD2 is not supported: unmeasured"),
 ])
-def test_sd1_and_sd2_pass_through_unchanged_and_say_why(config_class, message, caplog_sas):
+def test_sd1_and_sd2_pass_through_unchanged_and_say_why(session, config_class, message, caplog_sas):
     model = build(getattr(comfy.supported_models, config_class), dict(TINY_SD15, num_head_channels=-1, num_heads=8))
     cond = text_conditioning(tokens=77)
     plain = sample(model, cond, channels=4)
-    with registered(make_kernel("double", RecordingKernel())):
+    with registered(session, make_kernel("double", RecordingKernel())):
         for _ in range(2):
-            passed, found = scope_for_family(model, Settings(kernel="double", min_seq_len=1))
+            passed, found = scope_for_family(model, Settings(kernel="double", min_seq_len=1), session)
             assert passed is model and not found.opens
     assert torch.equal(sample(passed, cond, channels=4), plain)
     assert found.message.startswith(message)
     said = [r.getMessage() for r in caplog_sas.records if "passes the model through" in r.getMessage()]
     assert len(said) == 1 and message in said[0]
-    assert {"model": found.message, "scoped": False} in snapshot()["models"]
-    assert f"model {found.message}: passed through unchanged" in render(snapshot())
+    assert {"model": found.message, "scoped": False} in session.snapshot()["models"]
+    assert f"model {found.message}: passed through unchanged" in render(session.snapshot())
 
 
-def test_unrecognised_model_passes_through_and_is_named():
+def test_unrecognised_model_passes_through_and_is_named(session):
     lumina2 = dict(TINY_Z_IMAGE, z_image_modulation=False, time_scale=1.0)
     model = build(comfy.supported_models.Lumina2, lumina2)
-    passed, found = scope_for_family(model, Settings())
+    passed, found = scope_for_family(model, Settings(), session)
     assert passed is model and found.family is None
     assert found.message == "unrecognised model Lumina2 (diffusion model comfy.ldm.lumina.model.NextDiT)"
 
 
-def test_a_config_with_an_unexpected_diffusion_model_is_not_opened():
+def test_a_config_with_an_unexpected_diffusion_model_is_not_opened(session):
     model = build(comfy.supported_models.Flux, TINY_FLUX)
     model.model.diffusion_model = torch.nn.Identity()
     found = families.recognise(model)
     assert found.family is None and "Flux config with diffusion model torch.nn.modules.linear.Identity" in found.message
-
-
-def test_every_family_declares_its_call_sites():
-    for family in families.all_families():
-        if family.opens:
-            assert family.call_sites and any(site.reason is None for site in family.call_sites), family.name
-        else:
-            assert family.why_not, family.name
 
 
 # -- masks ------------------------------------------------------------------------------------
@@ -108,15 +100,15 @@ def _flux_mask_conditioning(mask):
     (0.0, {SAGE: 2}),                     # additive all-zero mask: masks nothing, dropped
     (-10000.0, {Reason.MASK: 2}),         # masks the last token
 ])
-def test_flux_masks_that_mask_are_kept_and_noop_masks_dropped(fill, expected):
+def test_flux_masks_that_mask_are_kept_and_noop_masks_dropped(session, fill, expected):
     model = build(comfy.supported_models.Flux, TINY_FLUX)
     mask = torch.zeros(1, FLUX_TOKENS, FLUX_TOKENS)
     mask[..., -1] = fill
     plain = sample(model, _flux_mask_conditioning(mask))
-    with registered(make_kernel("double", RecordingKernel())):
-        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=FLUX_TOKENS))
+    with registered(session, make_kernel("double", RecordingKernel())):
+        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=FLUX_TOKENS), session)
         routed = sample(scoped, _flux_mask_conditioning(mask))
-    counts = last_generation()
+    counts = last_generation(session)
     assert _table(counts) == expected
     assert counts["masks_dropped"] == (2 if fill == 0.0 else 0)
     torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)
@@ -133,16 +125,16 @@ def _qwen_image_passes_its_text_mask() -> bool:
     ([1, 1, 1, 1, 1], {SAGE: TINY_QWEN_IMAGE["num_layers"]}, TINY_QWEN_IMAGE["num_layers"]),  # masks nothing
     ([1, 1, 1, 0, 0], {Reason.MASK: TINY_QWEN_IMAGE["num_layers"]}, 0),                        # masks two tokens
 ])
-def test_qwen_image_masks_that_mask_stay_on_sdpa_and_noop_masks_are_dropped(text_mask, expected, dropped):
+def test_qwen_image_masks_that_mask_stay_on_sdpa_and_noop_masks_are_dropped(session, text_mask, expected, dropped):
     if not _qwen_image_passes_its_text_mask():
         pytest.skip("this ComfyUI's Qwen-Image passes no text mask to attention (0.3.75 drops it; 0.12 passes it)")
     model = build(comfy.supported_models.QwenImage, TINY_QWEN_IMAGE)
     cond = text_conditioning(attention_mask=torch.tensor([text_mask]))
     plain = sample(model, cond, latent_hw=(1, 8, 8))
-    with registered(make_kernel("double", RecordingKernel())):
-        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=QWEN_TOKENS))
+    with registered(session, make_kernel("double", RecordingKernel())):
+        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=QWEN_TOKENS), session)
         routed = sample(scoped, cond, latent_hw=(1, 8, 8))
-    counts = last_generation()
+    counts = last_generation(session)
     assert _table(counts) == expected and counts["masks_dropped"] == dropped
     torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)
 
@@ -175,24 +167,24 @@ def _with_control(cond, control):
     return [[cond[0][0], dict(cond[0][1], control=applied, control_apply_to_uncond=False)]]
 
 
-def test_flux_controlnet_in_the_sampling_loop_runs_in_the_scope():
+def test_flux_controlnet_in_the_sampling_loop_runs_in_the_scope(session):
     model, control = build(comfy.supported_models.Flux, TINY_FLUX), _flux_controlnet()
     cond = _with_control(flux_conditioning(), control)
     plain = sample(model, cond, steps=2)
     kernel = RecordingKernel()
-    with registered(make_kernel("double", kernel)):
-        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=FLUX_TOKENS))
+    with registered(session, make_kernel("double", kernel)):
+        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=FLUX_TOKENS), session)
         routed = sample(scoped, cond, steps=2)
     main_calls = TINY_FLUX["depth"] + TINY_FLUX["depth_single_blocks"]
     control_calls = 1  # the ControlNet's one double-stream block
-    assert _table(last_generation()) == {SAGE: 2 * (main_calls + control_calls)}
+    assert _table(last_generation(session)) == {SAGE: 2 * (main_calls + control_calls)}
     torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)
     # the hooks went with the scope: a plain run afterwards calls no kernel
     kernel.calls.clear()
     assert torch.equal(sample(model, cond, steps=2), plain) and kernel.calls == []
 
 
-def test_qwen_image_controlnet_in_the_sampling_loop_runs_in_the_scope():
+def test_qwen_image_controlnet_in_the_sampling_loop_runs_in_the_scope(session):
     import comfy.ldm.qwen_image.controlnet
     import comfy.ops
     torch.manual_seed(3)
@@ -208,17 +200,17 @@ def test_qwen_image_controlnet_in_the_sampling_loop_runs_in_the_scope():
     model = build(comfy.supported_models.QwenImage, TINY_QWEN_IMAGE)
     plain = sample(model, cond, latent_hw=(1, 8, 8), steps=2)
     kernel = RecordingKernel()
-    with registered(make_kernel("double", kernel)):
-        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=QWEN_TOKENS))
+    with registered(session, make_kernel("double", kernel)):
+        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=QWEN_TOKENS), session)
         routed = sample(scoped, cond, latent_hw=(1, 8, 8), steps=2)
     control_calls = 1  # the ControlNet's one joint block
-    assert _table(last_generation()) == {SAGE: 2 * (TINY_QWEN_IMAGE["num_layers"] + control_calls)}
+    assert _table(last_generation(session)) == {SAGE: 2 * (TINY_QWEN_IMAGE["num_layers"] + control_calls)}
     torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)
     kernel.calls.clear()
     assert torch.equal(sample(model, cond, latent_hw=(1, 8, 8), steps=2), plain) and kernel.calls == []
 
 
-def test_z_image_control_blocks_never_reach_the_scope():
+def test_z_image_control_blocks_never_reach_the_scope(session):
     controlnet = pytest.importorskip("comfy.ldm.lumina.controlnet",
                                      reason="this ComfyUI has no Z-Image Control (comfy/ldm/lumina/controlnet.py)")
     import comfy.ops
@@ -243,11 +235,11 @@ def test_z_image_control_blocks_never_reach_the_scope():
     model.set_model_double_block_patch(control_patch)
     plain = _sample(model, case)
     assert not torch.allclose(plain, without_control)  # the control blocks ran
-    with registered(make_kernel("double", RecordingKernel())):
-        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=case.min_seq_len))
+    with registered(session, make_kernel("double", RecordingKernel())):
+        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=case.min_seq_len), session)
         routed = _sample(scoped, case)
     # The control blocks' attention (one call per main layer) is on SDPA and was never offered.
-    assert _table(last_generation()) == case.per_step
+    assert _table(last_generation(session)) == case.per_step
     torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)
 
 
@@ -265,31 +257,31 @@ def _tiled(tiles_per_side: int):
     return wrapper
 
 
-def test_sdxl_tiled_multidiffusion_runs_every_tile_in_the_scope():
+def test_sdxl_tiled_multidiffusion_runs_every_tile_in_the_scope(session):
     case = next(c for c in CASES if c.family == "SDXL")
     tiled = dataclasses.replace(case, latent_hw=(32, 32))  # 2x2 tiles of the 16x16 the table is for
     model = build(comfy.supported_models.SDXL, TINY_SDXL)
     model.set_model_unet_function_wrapper(_tiled(2))
     plain = _sample(model, tiled)
-    with registered(make_kernel("double", RecordingKernel())):
-        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=case.min_seq_len))
+    with registered(session, make_kernel("double", RecordingKernel())):
+        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=case.min_seq_len), session)
         routed = _sample(scoped, tiled)
-    assert _table(last_generation()) == {route: 4 * n for route, n in case.per_step.items()}
+    assert _table(last_generation(session)) == {route: 4 * n for route, n in case.per_step.items()}
     torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)
 
 
-def test_status_names_the_scoped_family():
-    with registered(make_kernel("double", RecordingKernel())):
-        scope_for_family(build(comfy.supported_models.Flux, TINY_FLUX), Settings(kernel="double"))
-    assert "model FLUX.1 (Flux): scoped" in render(snapshot())
+def test_status_names_the_scoped_family(session):
+    with registered(session, make_kernel("double", RecordingKernel())):
+        scope_for_family(build(comfy.supported_models.Flux, TINY_FLUX), Settings(kernel="double"), session)
+    assert "model FLUX.1 (Flux): scoped" in render(session.snapshot())
 
 
-def test_a_device_without_a_kernel_passes_a_supported_model_through_and_says_why(caplog_sas):
+def test_a_device_without_a_kernel_passes_a_supported_model_through_and_says_why(session, caplog_sas):
     model = build(comfy.supported_models.Flux, TINY_FLUX, device=torch.device("cpu"))
     for _ in range(2):
-        passed, found = scope_for_family(model, Settings())  # auto: no kernel on a CPU
+        passed, found = scope_for_family(model, Settings(), session)  # auto: no kernel on a CPU
         assert passed is model and found.opens
     message = "FLUX.1 (Flux) on cpu: SageAttention needs a CUDA device, got cpu"
     said = [r for r in caplog_sas.records if "passes the model through" in r.getMessage()]
     assert len(said) == 1 and said[0].levelno == logging.WARNING and message in said[0].getMessage()
-    assert f"model {message}: passed through unchanged" in render(snapshot())
+    assert f"model {message}: passed through unchanged" in render(session.snapshot())

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from sas_families import CASES, model_of, sample_case
-from sas_fault_matrix import FAULTS, STEPS, run
+from sas_harness.families import CASES, model_of, sample_case
+from sas_harness.fault_matrix import FAULTS, STEPS, run
 
 
 @pytest.fixture(scope="module", params=CASES, ids=lambda c: c.family)
@@ -15,7 +15,7 @@ def family(request):
 
 
 @pytest.mark.parametrize("fault", FAULTS, ids=lambda f: f.name.replace(" ", "-"))
-def test_every_generation_completes_within_sdpa_tolerance_and_is_counted(family, fault):
+def test_every_generation_completes_within_sdpa_tolerance_and_is_counted(session, family, fault):
     case, model, reference = family
     outcome = run(case, fault, model, reference)
     assert outcome.completed and outcome.within_tolerance

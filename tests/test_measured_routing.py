@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from sage_attention_scope.patches import Reason, Settings, apply_scope, routing_store, stats, timing
 from sage_attention_scope.nodes.status import render
-from sas_doubles import FakeClock, RecordingKernel, clock, make_kernel, raising, reference_attention, registered
-from sas_models import tiny_flux
-from sas_scope import attention, hnd, in_scope, last_generation
+from sage_attention_scope.patches import Reason, Session, Settings, apply_scope, routing_store, trials
+from sas_harness.doubles import FakeClock, RecordingKernel, make_kernel, raising, reference_attention, registered
+from sas_harness.models import tiny_flux
+from sas_harness.run import attention, hnd, in_scope, last_generation, plain_attention
 
 MEASURED = Settings(kernel="double", min_seq_len=8)
 
@@ -20,11 +20,12 @@ def model():
     return tiny_flux()
 
 
-def calls(model, settings, shapes, fake, kernel=None):
-    """One generation making one call per (n, d) in ``shapes``; returns the kernel's calls."""
+def calls(session, model, settings, shapes, fake, kernel=None):
+    """One generation making one call per (n, d) in ``shapes``, timed on ``fake``; the kernel's calls."""
     kernel = kernel or RecordingKernel()
-    with registered(make_kernel("double", kernel)), clock(fake):
-        scoped = apply_scope(model, settings)
+    session.clock = fake
+    with registered(session, make_kernel("double", kernel)):
+        scoped = apply_scope(model, settings, session)
 
         def generation():
             for n, d in shapes:
@@ -40,61 +41,62 @@ def calls(model, settings, shapes, fake, kernel=None):
     (2.0, 2.0, False),    # a tie goes to SDPA
     (1.99, 2.0, False),   # within the tie margin
 ])
-def test_bucket_goes_to_the_faster_arm(model, sage_ms, sdpa_ms, on_sage):
+def test_bucket_goes_to_the_faster_arm(session, model, sage_ms, sdpa_ms, on_sage):
     fake = FakeClock(sage_ms, sdpa_ms)
-    calls(model, MEASURED, [(32, 64)] * 3, fake)
-    counts = last_generation("cpu")
+    calls(session, model, MEASURED, [(32, 64)] * 3, fake)
+    counts = last_generation(session, "cpu")
     assert counts["sage"] == (3 if on_sage else 0)
     assert counts["sdpa"] == ({} if on_sage else {Reason.MEASURED_SLOWER.value: 3})
-    assert fake.timed == ["sdpa", "sage"] * timing.ROUNDS, "timed once per bucket (interleaved rounds), not per call"
+    assert fake.timed == ["sdpa", "sage"] * trials.ROUNDS, "timed once per bucket (interleaved rounds), not per call"
 
 
-def test_output_is_sdpa_when_sdpa_wins(model):
-    import comfy.ldm.modules.attention as comfy_attention
+def test_output_is_sdpa_when_sdpa_wins(session, model):
     q, k, v = hnd(n=32)
-    with registered(make_kernel("double", RecordingKernel())), clock(FakeClock(5.0, 1.0)):
-        scoped = apply_scope(model, MEASURED)
+    session.clock = FakeClock(5.0, 1.0)
+    with registered(session, make_kernel("double", RecordingKernel())):
+        scoped = apply_scope(model, MEASURED, session)
         outs = in_scope(scoped, lambda: [attention(scoped, q, k, v, 2, skip_reshape=True) for _ in range(2)])
-    plain = comfy_attention.optimized_attention(q, k, v, 2, skip_reshape=True)
+    plain = plain_attention(q, k, v, 2, skip_reshape=True)
     assert all(torch.equal(out, plain) for out in outs)
 
 
-def test_buckets_are_powers_of_two_per_head_size(model):
+def test_buckets_are_powers_of_two_per_head_size(session, model):
     fake = FakeClock(1.0, 2.0)
-    calls(model, MEASURED, [(33, 64), (60, 64), (64, 64), (65, 64), (40, 32)], fake)
-    buckets = sorted((d.key.q_bucket, d.key.head_dim) for d in timing.all_decisions())
+    calls(session, model, MEASURED, [(33, 64), (60, 64), (64, 64), (65, 64), (40, 32)], fake)
+    buckets = sorted((d.key.q_bucket, d.key.head_dim) for d in session.decisions.values())
     assert buckets == [(64, 32), (64, 64), (128, 64)]
-    assert timing.bucket(1) == 1 and timing.bucket(4096) == 4096 and timing.bucket(4097) == 8192
+    assert trials.bucket(1) == 1 and trials.bucket(4096) == 4096 and trials.bucket(4097) == 8192
 
 
-def test_a_failing_kernel_never_wins(model):
+def test_a_failing_kernel_never_wins(session, model):
     """The kernel answers the call, then raises when the clock runs it: SDPA takes the bucket."""
     fake = FakeClock(0.001, 100.0, run_arms=True)
     boom = raising(lambda: RuntimeError("boom while timed"))
     failing = RecordingKernel(lambda q, k, v, **kw: (reference_attention if not failing.calls[1:] else boom)(q, k, v, **kw))
-    with registered(make_kernel("double", failing)), clock(fake):
-        scoped = apply_scope(model, Settings(kernel="double", min_seq_len=8, first_call_check=False))
+    session.clock = fake
+    with registered(session, make_kernel("double", failing)):
+        scoped = apply_scope(model, Settings(kernel="double", min_seq_len=8, first_call_check=False), session)
         q, k, v = hnd(n=32)
         in_scope(scoped, lambda: attention(scoped, q, k, v, 2, skip_reshape=True))
-    (decision,) = timing.all_decisions()
+    (decision,) = session.decisions.values()
     assert decision.sage_ms is None and not decision.use_sage
-    assert last_generation("cpu")["sdpa"] == {Reason.KERNEL_FAULT.value: 1}
+    assert last_generation(session, "cpu")["sdpa"] == {Reason.KERNEL_FAULT.value: 1}
 
 
-def test_decision_holds_for_the_session_and_always_skips_timing(model):
+def test_decision_holds_for_the_session_and_always_skips_timing(session, model):
     fake = FakeClock(3.0, 2.0)
-    calls(model, MEASURED, [(32, 64)], fake)
-    calls(model, MEASURED, [(32, 64)], fake)
-    assert fake.timed == ["sdpa", "sage"] * timing.ROUNDS
-    assert stats.snapshot()["devices"]["cpu"]["session"]["sdpa"] == {Reason.MEASURED_SLOWER.value: 2}
+    calls(session, model, MEASURED, [(32, 64)], fake)
+    calls(session, model, MEASURED, [(32, 64)], fake)
+    assert fake.timed == ["sdpa", "sage"] * trials.ROUNDS
+    assert session.snapshot()["devices"]["cpu"]["session"]["sdpa"] == {Reason.MEASURED_SLOWER.value: 2}
     always = FakeClock(3.0, 2.0)
-    assert len(calls(model, Settings(kernel="double", min_seq_len=8, routing="always"), [(32, 64)], always)) == 1
-    assert always.timed == [] and last_generation("cpu")["sage"] == 1
+    assert len(calls(session, model, Settings(kernel="double", min_seq_len=8, routing="always"), [(32, 64)], always)) == 1
+    assert always.timed == [] and last_generation(session, "cpu")["sage"] == 1
 
 
-def test_status_shows_the_decisions(model):
-    calls(model, MEASURED, [(32, 64)], FakeClock(4.6, 5.6))
-    snap = stats.snapshot()
+def test_status_shows_the_decisions(session, model):
+    calls(session, model, MEASURED, [(32, 64)], FakeClock(4.6, 5.6))
+    snap = session.snapshot()
     (routing,) = snap["devices"]["cpu"]["routing"]
     assert routing["use_sage"] and routing["sage_ms"] == 4.6
     assert "cpu 32x32 tokens, float32 d64: Sage 4.600 ms vs SDPA 5.600 ms -> Sage" in render(snap)
@@ -106,7 +108,7 @@ def test_routing_setting_is_validated():
 
 
 def test_event_clock_times_on_cpu():
-    ms = timing.event_clock("sdpa", lambda: torch.ones(8).sum(), torch.device("cpu"))
+    ms = trials.event_clock("sdpa", lambda: torch.ones(8).sum(), torch.device("cpu"))
     assert ms >= 0.0
 
 
@@ -120,38 +122,35 @@ class SequenceClock:
         return self.ms[arm].pop(0)
 
 
-def test_one_transient_round_does_not_lock_the_bucket(model):
+def test_one_transient_round_does_not_lock_the_bucket(session, model):
     # Round 2 of SageAttention hit a 10x spike; the median round still says Sage is faster.
-    kernel_calls = calls(model, MEASURED, [(32, 64)] * 2, SequenceClock(sage=[1.0, 10.0, 1.1], sdpa=[2.0, 2.1, 1.9]))
+    kernel_calls = calls(session, model, MEASURED, [(32, 64)] * 2, SequenceClock(sage=[1.0, 10.0, 1.1], sdpa=[2.0, 2.1, 1.9]))
     assert len(kernel_calls) == 2
-    [decision] = timing.all_decisions()
+    [decision] = session.decisions.values()
     assert decision.use_sage and decision.sage_ms == 1.1 and decision.sdpa_ms == 2.0
 
 
 # -- decisions kept between sessions (patches/routing_store.py) -------------------------------
 
-def _session(model, path, fake):
-    """One ComfyUI session - a fresh process: empty decisions, its own store object - making one
-    eligible call; its counters."""
-    stats.reset_session()
-    previous = timing.use_store(routing_store.Store(path))
-    try:
-        calls(model, MEASURED, [(32, 64)], fake)
-    finally:
-        timing.use_store(previous)
-    return last_generation("cpu")
+def _session(model, path, fake, fingerprint=None) -> tuple[dict, Session]:
+    """One ComfyUI session - a fresh process: its own session and store object - making one
+    eligible call; its counters and the session."""
+    session = Session(store=routing_store.Store(path))
+    calls(session, model, MEASURED, [(32, 64)], fake)
+    return last_generation(session, "cpu"), session
 
 
 def test_a_decision_two_sessions_agreed_on_is_reused_without_timing(model, tmp_path):
     path = tmp_path / routing_store.FILE
     for _ in range(routing_store.AGREEMENTS_TO_USE):
         fake = FakeClock(1.0, 2.0)
-        assert _session(model, path, fake)["sage"] == 1
+        assert _session(model, path, fake)[0]["sage"] == 1
         assert fake.timed, "one session's measurement is not enough to skip timing"
     fake = FakeClock(5.0, 1.0)  # would say SDPA now; the agreed decision stands
-    assert _session(model, path, fake)["sage"] == 1 and fake.timed == []
-    [decision] = timing.all_decisions()
-    assert decision.saved and decision.use_sage and "(saved)" in render(stats.snapshot())
+    counts, later = _session(model, path, fake)
+    assert counts["sage"] == 1 and fake.timed == []
+    [decision] = later.decisions.values()
+    assert decision.saved and decision.use_sage and "(saved)" in render(later.snapshot())
 
 
 def test_sessions_that_disagree_start_counting_again(model, tmp_path):
@@ -180,7 +179,7 @@ def test_a_saved_decision_serves_only_the_setup_that_measured_it(model, tmp_path
 def test_an_unusable_store_is_said_once_and_measuring_goes_on(model, tmp_path, caplog_sas):
     (tmp_path / "a_file").write_text("not a folder")
     fake = FakeClock(1.0, 2.0)
-    assert _session(model, tmp_path / "a_file" / routing_store.FILE, fake)["sage"] == 1 and fake.timed
+    assert _session(model, tmp_path / "a_file" / routing_store.FILE, fake)[0]["sage"] == 1 and fake.timed
     said = [r.getMessage() for r in caplog_sas.records if "saved routing decisions" in r.getMessage()]
     assert len(said) == 1 and "could not write" in said[0]
     corrupt = tmp_path / "corrupt.json"

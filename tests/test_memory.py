@@ -10,9 +10,9 @@ import comfy.ops
 import comfy.supported_models
 
 from sage_attention_scope.patches import Settings, apply_scope
-from sas_doubles import RecordingKernel, make_kernel, registered
-from sas_models import TINY_FLUX, build, flux_conditioning, sample
-from sas_scope import last_generation
+from sas_harness.doubles import RecordingKernel, make_kernel, registered
+from sas_harness.models import TINY_FLUX, build, flux_conditioning, sample
+from sas_harness.run import last_generation
 
 CALLS_PER_STEP = TINY_FLUX["depth"] + TINY_FLUX["depth_single_blocks"]
 SCOPED = Settings(kernel="double", min_seq_len=1)
@@ -38,14 +38,14 @@ class DequantizingOps(comfy.ops.disable_weight_init):
             return F.linear(x, weight, None if self.bias is None else self.bias.to(x.dtype))
 
 
-def test_gguf_style_custom_operations_route_like_comfyuis_own_layers():
+def test_gguf_style_custom_operations_route_like_comfyuis_own_layers(session):
     model = build(comfy.supported_models.Flux, TINY_FLUX, operations=DequantizingOps)
     assert isinstance(model.model.diffusion_model.img_in, DequantizingOps.Linear)
     plain = sample(model, flux_conditioning())
     kernel = RecordingKernel()
-    with registered(make_kernel("double", kernel)):
-        routed = sample(apply_scope(model, SCOPED), flux_conditioning())
-    assert last_generation()["sage"] == CALLS_PER_STEP == len(kernel.calls)
+    with registered(session, make_kernel("double", kernel)):
+        routed = sample(apply_scope(model, SCOPED, session), flux_conditioning())
+    assert last_generation(session)["sage"] == CALLS_PER_STEP == len(kernel.calls)
     assert all(call["q"].is_floating_point() for call in kernel.calls)  # activations, not the int8 storage
     torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)
 
@@ -63,13 +63,13 @@ def gpu_only(monkeypatch):
     args.gpu_only = before
 
 
-def test_gpu_only_keeps_everything_on_the_torch_device_and_routes_alike(gpu_only):
+def test_gpu_only_keeps_everything_on_the_torch_device_and_routes_alike(session, gpu_only):
     device = comfy.model_management.get_torch_device()
     assert comfy.model_management.unet_offload_device() == device == comfy.model_management.intermediate_device()
     model = build(comfy.supported_models.Flux, TINY_FLUX)
     assert model.offload_device == device
     plain = sample(model, flux_conditioning())
-    with registered(make_kernel("double", RecordingKernel())):
-        routed = sample(apply_scope(model, SCOPED), flux_conditioning())
-    assert last_generation(str(device))["sage"] == CALLS_PER_STEP
+    with registered(session, make_kernel("double", RecordingKernel())):
+        routed = sample(apply_scope(model, SCOPED, session), flux_conditioning())
+    assert last_generation(session, str(device))["sage"] == CALLS_PER_STEP
     torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)

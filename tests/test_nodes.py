@@ -5,16 +5,16 @@ import logging
 import pytest
 import torch
 
-import sas_host
-from conftest import ROOT
+from sas_harness import host as sas_host
+from sas_harness import ROOT
 from sage_attention_scope.nodes.scope import SageAttentionScope, scoped_model
 from sage_attention_scope.nodes.status import SageAttentionStatus, render
-from sage_attention_scope.patches import DEFAULT_MIN_SEQ_LEN, Reason, Settings, kernels, router_of, snapshot
-from sas_doubles import RecordingKernel, make_kernel, registered
-from sas_models import DEVICE, flux_conditioning, sample, tiny_flux
+from sage_attention_scope.patches import Reason, Settings, router_of
+from sas_harness.doubles import RecordingKernel, make_kernel, registered
+from sas_harness.models import DEVICE, flux_conditioning, sample, tiny_flux
 
 
-def test_comfyui_loads_the_pack_as_a_custom_node():
+def test_comfyui_loads_the_pack_as_a_custom_node(session):
     if not sas_host.has_top_level_nodes(sas_host.comfyui_path()):
         pytest.skip("this ComfyUI has no top-level nodes.py (a pip-installable layout); "
                     "custom-node loading needs the standard tree")
@@ -28,51 +28,53 @@ def test_comfyui_loads_the_pack_as_a_custom_node():
     assert any(path.endswith("web/js") for path in comfy_nodes.EXTENSION_WEB_DIRS.values())
 
 
-def test_scope_node_schema():
+def test_scope_node_schema(session):
     info = SageAttentionScope.GET_NODE_INFO_V1()
     required = info["input"]["required"]
     assert list(required) == ["model", "enabled", "kernel", "min_seq_len", "first_call_check", "smooth_k",
                               "routing"]
-    assert required["min_seq_len"][1]["default"] == DEFAULT_MIN_SEQ_LEN and required["min_seq_len"][1]["min"] == 1
+    assert required["min_seq_len"][1]["default"] == Settings.min_seq_len and required["min_seq_len"][1]["min"] == 1
     options = required["kernel"][1]["options"]
-    assert options[0] == "auto" and "qk_int8_pv_fp8_cuda_sm90" in options and "sageattn_1x_triton" in options
+    devices = [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
+    assert options[0] == "auto" and all(any(session.resolve(o, d).bound for d in devices) for o in options[1:])
     assert info["output"] == ["MODEL"] and info["category"] == "model_patches/attention"
 
 
-def test_scope_node_clones_and_never_mutates_its_input():
+def test_scope_node_clones_and_never_mutates_its_input(session):
     model = tiny_flux()
-    with registered(make_kernel("double", RecordingKernel())):
-        out = SageAttentionScope.execute(model, True, "double", 64, True, False).result[0]
+    with registered(session, make_kernel("double", RecordingKernel())):
+        out = SageAttentionScope.execute(model, enabled=True, kernel="double", min_seq_len=64, first_call_check=True,
+                                         smooth_k=False, routing="measured").result[0]
     assert out is not model and router_of(model) is None
     assert router_of(out).settings == Settings(kernel="double", min_seq_len=64)
 
 
-def test_without_a_kernel_the_node_passes_the_model_through_and_says_why(caplog):
+def test_without_a_kernel_the_node_passes_the_model_through_and_says_why(session, caplog):
     caplog.set_level(logging.WARNING)
     model = tiny_flux()
     # auto on a CPU; on a GPU, a named kernel the installed sageattention does not provide.
-    choice = next(n for n in kernels.available_kernel_names() if kernels.resolve(n, model.load_device).kernel is None)
+    choice = next(n for n in session.names() if session.resolve(n, model.load_device).bound is None)
     assert scoped_model(model, kernel=choice) is model
     assert any("passes the model through" in r.getMessage() for r in caplog.records)
-    line = snapshot()["devices"][str(model.load_device)]["kernels"][choice]
+    line = session.snapshot()["devices"][str(model.load_device)]["kernels"][choice]
     assert line["kernel"] is None and line["why"]
 
 
 @pytest.mark.parametrize("bad, message", [(0, "at least 1"), (-5, "at least 1")])
-def test_bad_thresholds_are_refused_clearly(bad, message):
+def test_bad_thresholds_are_refused_clearly(session, bad, message):
     with pytest.raises(ValueError, match=message):
         scoped_model(tiny_flux(), min_seq_len=bad)
 
 
-def test_a_model_that_is_not_a_diffusion_model_is_refused_clearly():
+def test_a_model_that_is_not_a_diffusion_model_is_refused_clearly(session):
     with pytest.raises(ValueError, match="needs a diffusion MODEL"):
         scoped_model(torch.nn.Linear(2, 2))
 
 
-def test_status_node_reports_counts_and_resets():
-    assert "No scoped model has sampled yet" in render(snapshot())
+def test_status_node_reports_counts_and_resets(session):
+    assert "No scoped model has sampled yet" in render(session.snapshot())
     model = tiny_flux()
-    with registered(make_kernel("double", RecordingKernel())):
+    with registered(session, make_kernel("double", RecordingKernel())):
         sample(scoped_model(model, kernel="double", min_seq_len=1), flux_conditioning())
         sample(scoped_model(model, kernel="double", min_seq_len=10_000), flux_conditioning())
     out = SageAttentionStatus.execute(after=None, reset_counters=True)
@@ -81,5 +83,5 @@ def test_status_node_reports_counts_and_resets():
     assert "session: 2 SageAttention, 2 SDPA" in text and Reason.TOO_SHORT.label in text
     payload = out.ui["sage_attention_status"][0]
     assert payload["devices"][DEVICE]["session"]["sage"] == 2
-    assert snapshot()["devices"][DEVICE]["session"]["sage"] == 0  # reset after showing
+    assert session.snapshot()["devices"][DEVICE]["session"]["sage"] == 0  # reset after showing
     assert SageAttentionStatus.fingerprint_inputs() != SageAttentionStatus.fingerprint_inputs()  # NaN: never cached

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from sas_host import ROOT
+from sas_harness.host import ROOT
 
 tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -20,7 +20,7 @@ def _requirement_names(lines) -> set[str]:
     return names
 
 
-def test_project_fields_the_registry_requires():
+def test_project_fields_the_registry_requires(session):
     project = PYPROJECT["project"]
     assert re.fullmatch(r"[a-z0-9][a-z0-9_-]{2,99}", project["name"])
     assert re.fullmatch(r"\d+\.\d+\.\d+", project["version"])
@@ -28,7 +28,7 @@ def test_project_fields_the_registry_requires():
     assert project["description"] and project["urls"]["Repository"].startswith("https://github.com/")
 
 
-def test_tool_comfy_section_and_icon():
+def test_tool_comfy_section_and_icon(session):
     comfy = PYPROJECT["tool"]["comfy"]
     assert comfy["PublisherId"] and comfy["DisplayName"] == "Sage Attention Scope"
     icon = comfy["Icon"].split("/main/", 1)[1]
@@ -36,7 +36,7 @@ def test_tool_comfy_section_and_icon():
     assert (ROOT / comfy["web"]).is_dir()
 
 
-def test_requirements_never_touch_comfyuis_own_packages():
+def test_requirements_never_touch_comfyuis_own_packages(session):
     requirements = _requirement_names((ROOT / "requirements.txt").read_text().splitlines())
     assert requirements == _requirement_names(PYPROJECT["project"]["dependencies"]) == {"sageattention"}
     assert not requirements & COMFYUI_OWNS

@@ -5,12 +5,13 @@ import json
 
 import pytest
 
-from sas_models import TINY_LTXV
-from sas_server import WORKFLOWS, tiny_prompt
+from sage_attention_scope.patches import Reason
+from sas_harness.models import TINY_LTXV
+from sas_harness.server import WORKFLOWS, tiny_prompt
 
 CONTROL_VALUES = {"fixed", "increment", "decrement", "randomize"}
 
-def test_object_info_lists_the_nodes_with_their_inputs(server):
+def test_object_info_lists_the_nodes_with_their_inputs(session, server):
     info = server.get("/object_info")
     scope, status = info["SageAttentionScope"], info["SageAttentionStatus"]
     assert list(scope["input"]["required"]) == ["model", "enabled", "kernel", "min_seq_len", "first_call_check",
@@ -21,7 +22,7 @@ def test_object_info_lists_the_nodes_with_their_inputs(server):
     assert "reset_counters" in status["input"]["required"] and "after" in status["input"]["optional"]
 
 
-def test_a_queued_prompt_samples_through_the_scope_and_the_status_reports_it(server):
+def test_a_queued_prompt_samples_through_the_scope_and_the_status_reports_it(session, server):
     entry = server.run_prompt(tiny_prompt())
     assert entry["status"]["status_str"] == "success", entry["status"]
     text = entry["outputs"]["6"]["text"][0]
@@ -31,7 +32,7 @@ def test_a_queued_prompt_samples_through_the_scope_and_the_status_reports_it(ser
     assert "model LTX-Video (LTXV): scoped" in text
     assert "cpu: reference_double" in text
     assert f"last generation: {blocks} SageAttention, {blocks} SDPA" in text
-    assert "attention mask given" in text
+    assert Reason.MASK.label in text
     first = entry["outputs"]["6"]["sage_attention_status"][0]
     assert first["devices"]["cpu"]["last_generation"]["sage"] == blocks
     # The Status node is never served from the cache: it runs again after a cached sampler
@@ -45,7 +46,7 @@ def test_a_queued_prompt_samples_through_the_scope_and_the_status_reports_it(ser
     assert session(server.run_prompt(tiny_prompt(seed=1))) == (sage + blocks, generations + 1)
 
 
-def test_auto_on_a_cpu_server_passes_through_and_says_why(server):
+def test_auto_on_a_cpu_server_passes_through_and_says_why(session, server):
     entry = server.run_prompt(tiny_prompt(kernel="auto"))
     assert entry["status"]["status_str"] == "success"
     text = entry["outputs"]["6"]["text"][0]
@@ -104,7 +105,7 @@ def _accepts(input_type: str, link_type: str) -> bool:
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
-def test_example_workflow_loads_in_this_comfyui(path, server):
+def test_example_workflow_loads_in_this_comfyui(session, path, server):
     workflow = json.loads(path.read_text())
     info = server.get("/object_info")
     nodes = {n["id"]: n for n in workflow["nodes"]}

@@ -15,7 +15,6 @@ import logging
 import pkgutil
 from typing import Optional
 
-from ..eligibility import FamilyRule
 from ..reasons import Reason
 
 log = logging.getLogger(__name__)
@@ -43,9 +42,7 @@ class Family:
     call_sites: tuple[CallSite, ...] = ()
     opens: bool = True
     why_not: str = ""                      # for a family that never opens
-    rule: FamilyRule | None = None         # extra per-call rule, after the engine's own
     scope_controlnets: bool = False        # ControlNets in the sampling loop run in the scope
-    measured: str = ""                     # what was measured for it (docs)
     needs: str = ""                        # what a ComfyUI must have for it (docs, test skips)
 
 
@@ -61,26 +58,17 @@ class Recognition:
         return self.family is not None and self.family.opens
 
 
-_families: dict[str, Family] = {}
+# Filled at import by the modules of this package; never changed after.
+REGISTRY: dict[str, Family] = {}
 
 
 def register(family: Family) -> Family:
-    for other in _families.values():
+    for other in REGISTRY.values():
         clash = set(other.config_classes) & set(family.config_classes)
         if clash and other.name != family.name:
             raise ValueError(f"{family.name} and {other.name} both claim {sorted(clash)}")
-    _families[family.name] = family
+    REGISTRY[family.name] = family
     return family
-
-
-def all_families() -> tuple[Family, ...]:
-    _load()
-    return tuple(_families.values())
-
-
-def by_name(name: str) -> Family:
-    _load()
-    return _families[name]
 
 
 def _qualname(cls) -> str:
@@ -89,13 +77,12 @@ def _qualname(cls) -> str:
 
 def recognise(model_patcher) -> Recognition:
     """Which family ``model_patcher`` belongs to, from its config's and diffusion model's classes."""
-    _load()
     base_model = getattr(model_patcher, "model", None)
     config = getattr(base_model, "model_config", None)
     diffusion = getattr(base_model, "diffusion_model", None)
     config_name = _qualname(type(config)) if config is not None else "no model config"
     diffusion_name = _qualname(type(diffusion)) if diffusion is not None else "no diffusion model"
-    claims = {cls: fam for fam in _families.values() for cls in fam.config_classes}
+    claims = {cls: fam for fam in REGISTRY.values() for cls in fam.config_classes}
     for cls in type(config).__mro__ if config is not None else ():
         if cls.__module__ != SUPPORTED_MODELS_MODULE or cls.__name__ not in claims:
             continue
@@ -112,32 +99,9 @@ def recognise(model_patcher) -> Recognition:
                        f"unrecognised model {type(config).__name__} (diffusion model {diffusion_name})")
 
 
-_loaded = False
-
-
-def _load() -> None:
-    """Imports every family module in this package once; each registers itself."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
+def _import_all() -> None:
     for info in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{info.name}")
 
 
-def markdown_tables() -> str:
-    """The supported-models tables of docs/sage-attention.md, from the declarations (a test
-    keeps the two equal)."""
-    models = ["| family | `comfy.supported_models` class (and subclasses) | diffusion model | scope |",
-              "|---|---|---|---|"]
-    calls = ["| family | attention call | route | why |", "|---|---|---|---|"]
-    for family in all_families():
-        models.append(f"| {family.name} | " + ", ".join(f"`{c}`" for c in family.config_classes) + " | " +
-                      ", ".join(f"`{d}`" for d in family.diffusion_models) + " | " +
-                      ("opens" + (f" (needs {family.needs})" if family.needs else "") if family.opens
-                       else f"never opens: {family.why_not}") + " |")
-        for site in family.call_sites:
-            route = ("SDPA (never reaches the scope)" if site.unreached else
-                     "SageAttention" if site.reason is None else f"SDPA (`{site.reason.value}`)")
-            calls.append(f"| {family.name} | {site.name} | {route} | {site.why} |")
-    return "\n".join(models) + "\n\n" + "\n".join(calls)
+_import_all()

@@ -16,6 +16,4 @@ FLUX1 = register(Family(
                  "SageAttention takes no mask; an all-true / all-zero mask is dropped and the call qualifies"),
     ),
     scope_controlnets=True,
-    measured="H200, sageattention 1.0.6: 0.33-0.80x SDPA per call, so measured routing keeps SDPA "
-             "(docs/bench/model_steps.md).",
 ))

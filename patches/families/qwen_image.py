@@ -17,5 +17,4 @@ QWEN_IMAGE = register(Family(
                  "SageAttention takes no mask"),
     ),
     scope_controlnets=True,
-    measured="H200 first-call check passes with smooth_k off; smooth_k on hurt accuracy, so it is off by default.",
 ))

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import torch
 
-TESTS = Path(__file__).resolve().parents[1]  # through the symlink the test server has
-PACK_ROOT = TESTS.parent
+PACK_ROOT = Path(__file__).resolve().parents[2]  # through the symlink the test server has
 TEST_KERNEL = "reference_double"
 
 
@@ -28,17 +27,13 @@ def _pack_module():
 
 def register_test_kernel() -> None:
     name, pack = _pack_module()
-    # sas_doubles imports the pack as ``sage_attention_scope`` (the suite's name for it); point
-    # that name at the copy this server loaded, so the double registers with the live engine.
+    # The harness imports the pack as ``sage_attention_scope`` (the suite's name for it); point
+    # that name at the copy this server loaded, so the double registers with the live session.
     sys.modules.setdefault("sage_attention_scope", pack)
-    for sub in ("patches", "patches.kernels"):
-        sys.modules.setdefault(f"sage_attention_scope.{sub}", sys.modules[f"{name}.{sub}"])
-    if str(TESTS) not in sys.path:
-        sys.path.append(str(TESTS))
-    import sas_doubles
-    kernels = sys.modules[f"{name}.patches.kernels"]
-    if TEST_KERNEL not in kernels.available_kernel_names():
-        kernels.register_test_kernel(sas_doubles.make_kernel(TEST_KERNEL, sas_doubles.reference_attention))
+    from sas_harness import doubles  # the server runs with tests/ on PYTHONPATH
+    session = pack.nodes.SESSION
+    if session.backend(TEST_KERNEL) is None:
+        session.add_backend(doubles.make_kernel(TEST_KERNEL, doubles.reference_attention))
 
 
 try:

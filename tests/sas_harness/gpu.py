@@ -5,8 +5,9 @@ import os
 import pytest
 import torch
 
-from sage_attention_scope.patches import kernels
-from sas_models import TINY_FLUX, build
+from sage_attention_scope.patches import Session
+from sage_attention_scope.patches.backends import Bound
+from .models import TINY_FLUX, build
 
 
 def record(**figures):
@@ -14,7 +15,7 @@ def record(**figures):
     path = os.environ.get("SAS_GPU_RECORD")
     if path:
         figures.update(gpus=[torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())],
-                       torch=torch.__version__, sageattention=kernels.installed().version)
+                       torch=torch.__version__)
         with open(path, "a") as f:
             f.write(json.dumps(figures) + "\n")
 
@@ -26,9 +27,9 @@ def build_tiny_flux_d128(device="cuda:0"):
     return build(comfy.supported_models.Flux, config, dtype=torch.bfloat16, device=torch.device(device))
 
 
-def kernel_on(device: str) -> kernels.Kernel:
-    """The kernel ``auto`` picks on ``device``; the test skips, saying why, where there is none."""
-    res = kernels.resolve("auto", torch.device(device))
-    if res.kernel is None:
-        pytest.skip(f"no SageAttention kernel on {device}: {res.why}")
-    return res.kernel
+def kernel_on(session: Session, device: str, choice: str = "auto") -> Bound:
+    """The kernel ``choice`` binds on ``device``; the test skips, saying why, where there is none."""
+    res = session.resolve(choice, torch.device(device))
+    if res.bound is None:
+        pytest.skip(f"no kernel {choice} on {device}: {res.why}")
+    return res.bound

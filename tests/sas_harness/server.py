@@ -16,10 +16,10 @@ import torch
 
 import comfy.supported_models
 
-from conftest import COMFYUI_PATH, ROOT
-from sas_models import TINY_LTXV, build
+from .host import ROOT, comfyui_path
+from .models import TINY_LTXV, build
 
-TESTS = Path(__file__).resolve().parent
+TESTS = ROOT / "tests"
 STARTUP_S = 180
 
 WORKFLOWS = sorted((ROOT / "example_workflows").glob("*.json"))
@@ -119,12 +119,13 @@ def comfyui_server(base: Path, model_files: dict[str, list[str]]):
             (base / "models" / folder / name).touch()
     port = free_port()
     log = base / "server.log"
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONUNBUFFERED="1",  # the test node imports the harness
+               PYTHONPATH=os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")])))
     with open(log, "w") as out:
         process = subprocess.Popen(
             [sys.executable, "main.py", "--cpu", "--listen", "127.0.0.1", "--port", str(port),
              "--base-directory", str(base), "--database-url", "sqlite:///:memory:", "--disable-auto-launch"],
-            cwd=COMFYUI_PATH, stdout=out, stderr=subprocess.STDOUT, env=env)
+            cwd=comfyui_path(), stdout=out, stderr=subprocess.STDOUT, env=env)
     server = Server(base, port, process, log)
     try:
         deadline = time.monotonic() + STARTUP_S

@@ -16,7 +16,7 @@ import torch
 import comfy.supported_models
 
 from sage_attention_scope.patches import Reason, families
-from sas_models import (FLUX2_MIN_TEXT_TOKENS, TINY_FLUX, TINY_FLUX2, TINY_LTXAV, TINY_LTXV, TINY_QWEN_IMAGE, TINY_SDXL,
+from .models import (FLUX2_MIN_TEXT_TOKENS, TINY_FLUX, TINY_FLUX2, TINY_LTXAV, TINY_LTXV, TINY_QWEN_IMAGE, TINY_SDXL,
                         TINY_Z_IMAGE, LTXAV_AUDIO_BINS, LTXAV_AUDIO_CHANNELS, build,
                         flat_latent, flux_conditioning, sample, text_conditioning)
 
@@ -146,6 +146,38 @@ REAL_WIDTHS = {
 }
 
 
+# The released checkpoints' depth, for per-step figures at full depth (``--depth full``).
+FULL_DEPTH = {
+    "FLUX.1": dict(depth=19, depth_single_blocks=38),
+    "FLUX.2": dict(depth=8, depth_single_blocks=48),
+    "Qwen-Image": dict(num_layers=60),
+    "Z-Image": dict(n_layers=30, n_refiner_layers=2),
+    "LTX-Video": dict(num_layers=28),
+    "LTX-2": dict(num_layers=48),
+    "SDXL": dict(num_res_blocks=[2, 2, 2], transformer_depth=[0, 0, 2, 2, 10, 10], transformer_depth_middle=10,
+                 transformer_depth_output=[0, 0, 0, 2, 2, 2, 10, 10, 10]),
+}
+# Latents of a 1024² and a 2048² image per family (FLUX.2: 16x down, patch 1; Qwen-Image: one frame).
+SIZES = {
+    "FLUX.1": {1024: (128, 128), 2048: (256, 256)}, "FLUX.2": {1024: (64, 64), 2048: (128, 128)},
+    "Qwen-Image": {1024: (1, 128, 128), 2048: (1, 256, 256)}, "Z-Image": {1024: (128, 128), 2048: (256, 256)},
+    "SDXL": {1024: (128, 128), 2048: (256, 256)},
+}
+
+
+def bench_model(family: str, size: int | None, depth: str, small: bool, dtype, device):
+    """(model, conditioning, latent_hw, channels, latent) for a benchmark: the tiny test config
+    (``small``) or the released widths at ``depth`` ("full", or a number of blocks as in
+    REAL_WIDTHS), at ``size`` where the family has sizes (else its own video latent)."""
+    case = next(c for c in CASES if c.family == family)
+    w = widths(case, small)
+    config = dict(w.config, **(FULL_DEPTH.get(family, {}) if depth == "full" and not small else {}))
+    latent_hw = w.latent_hw if small or size is None else SIZES.get(family, {}).get(size, w.latent_hw)
+    model = build(getattr(comfy.supported_models, case.config_class), config, dtype=dtype, device=device,
+                  std=0.2 if small else 0.02)
+    return model, w.conditioning, latent_hw, w.channels, w.latent
+
+
 def ltxav_latent(video_fhw, audio_frames):
     """Video and audio latents nested the way LTXVConcatAVLatent hands them to the sampler."""
     import comfy.nested_tensor
@@ -158,7 +190,7 @@ def lacking(case: Case) -> str | None:
     """Why this ComfyUI cannot build ``case`` (a class it lacks), or None."""
     if hasattr(comfy.supported_models, case.config_class):
         return None
-    needs = families.by_name(case.family).needs
+    needs = families.REGISTRY[case.family].needs
     return f"this ComfyUI lacks comfy.supported_models.{case.config_class}" + (f" (needs {needs})" if needs else "")
 
 

@@ -10,11 +10,11 @@ from typing import Callable
 import torch
 import triton.compiler.errors
 
-from sage_attention_scope.patches import Reason, Settings, apply_scope, families, stats
-from sage_attention_scope.patches.faults import TRITON_RETIRE_AFTER, Fault
-from sas_doubles import RecordingKernel, make_kernel, nan_after_first_call, non_finite, raising, registered, \
+from sage_attention_scope.patches import Fault, Reason, Session, Settings, apply_scope, families
+from sage_attention_scope.patches.reasons import TRITON_RETIRE_AFTER
+from .doubles import RecordingKernel, make_kernel, nan_after_first_call, non_finite, raising, registered, \
     wrong_shape
-from sas_families import SAGE, Case, routing_table, sample_case
+from .families import SAGE, Case, routing_table, sample_case
 
 STEPS = 2
 TOLERANCE = dict(rtol=1e-3, atol=1e-3)  # the routed fault-free run against SDPA passes this too
@@ -95,8 +95,8 @@ def _counters(counts: dict) -> dict:
 
 
 def run(case: Case, fault: FaultKind, model, reference: torch.Tensor) -> Outcome:
-    """One generation of ``case`` with ``fault`` injected; the session starts fresh."""
-    stats.reset_session()
+    """One generation of ``case`` with ``fault`` injected, in a session of its own."""
+    session = Session(store=None)
     handler = _Warnings()
     logger = logging.getLogger(PACK_LOGGER)
     logger.addHandler(handler)
@@ -106,13 +106,13 @@ def run(case: Case, fault: FaultKind, model, reference: torch.Tensor) -> Outcome
     sdpa_by_structure = {r: STEPS * n for r, n in case.per_step.items() if r != SAGE}
     expected = {**expected, **{r: expected.get(r, 0) + n for r, n in sdpa_by_structure.items()}}
     try:
-        with registered(make_kernel("fault", RecordingKernel(fault.behave()))):
+        with registered(session, make_kernel("fault", RecordingKernel(fault.behave()))):
             scoped = apply_scope(model, Settings(kernel="fault", min_seq_len=case.min_seq_len, routing="always"),
-                                 families.by_name(case.family))
+                                 session, families.REGISTRY[case.family])
             out = sample_case(scoped, case, steps=STEPS)
         completed = True
         within = bool(torch.allclose(out, reference, **TOLERANCE)) and bool(torch.isfinite(out).all())
-        counters = _counters(stats.snapshot()["devices"][str(model.load_device)]["last_generation"])
+        counters = _counters(session.snapshot()["devices"][str(model.load_device)]["last_generation"])
     finally:
         logger.removeHandler(handler)
     return Outcome(case.family, fault.name, completed, within, counters, expected, handler.messages)

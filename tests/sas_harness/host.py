@@ -1,4 +1,4 @@
-"""A real ComfyUI in this process, and the pack imported as a package (tests and bench).
+"""A real ComfyUI in this process, and the pack imported as a package.
 
 ComfyUI comes from $COMFYUI_PATH, else from .comfyui/ComfyUI (scripts/setup-env.sh puts
 ComfyUI 0.3.75 there). Its top-level modules (nodes, server, utils, ...) go first on sys.path;
@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACK_NAME = "sage_attention_scope"
 
 
@@ -56,11 +56,26 @@ def has_top_level_nodes(path: Path) -> bool:
     return (path / "nodes.py").is_file()
 
 
+def boot() -> Path:
+    """ComfyUI booted and the pack imported (once); the ComfyUI tree's path."""
+    path = comfyui_path()
+    boot_comfyui(path)
+    import_pack()
+    return path
+
+
+def pack_root() -> Path:
+    """The pack tree to import: this checkout, or $SAS_PACK_ROOT (an earlier commit's tree that a
+    benchmark's --compare runs in a process of its own)."""
+    return Path(os.environ.get("SAS_PACK_ROOT") or ROOT).resolve()
+
+
 def import_pack():
     if PACK_NAME in sys.modules:
         return sys.modules[PACK_NAME]
-    spec = importlib.util.spec_from_file_location(PACK_NAME, ROOT / "__init__.py",
-                                                  submodule_search_locations=[str(ROOT)])
+    root = pack_root()
+    spec = importlib.util.spec_from_file_location(PACK_NAME, root / "__init__.py",
+                                                  submodule_search_locations=[str(root)])
     module = importlib.util.module_from_spec(spec)
     sys.modules[PACK_NAME] = module
     spec.loader.exec_module(module)

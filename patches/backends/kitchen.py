@@ -1,0 +1,19 @@
+"""comfy-kitchen's ``int8_attention(q, k, v, *, scale=None, attn_mask=None)``: one fused INT8
+launch, (B, H, N, D), fp16/bf16/fp32, head sizes up to 256 (padded to 64/128/256 inside), masks
+broadcastable to (B, H, Nq, Nkv) as SDPA takes them. Accurate at every shape measured, but slower
+than SDPA on the H200: measured routing decides where it pays.
+"""
+import torch
+
+from . import Backend, register
+
+
+def run(fn, q, k, v, call, layout, settings):
+    return fn(q, k, v, scale=call.scale, attn_mask=call.sdpa_mask())
+
+
+register(Backend(
+    name="kitchen_int8", label="comfy-kitchen INT8 (Q·K and P·V in INT8)", library="comfy-kitchen",
+    module="comfy_kitchen", function="int8_attention", params=("scale", "attn_mask"), run=run,
+    head_dims=frozenset(range(1, 257)), dtypes=frozenset({torch.float16, torch.bfloat16, torch.float32}),
+    layouts=frozenset({"HND"}), masks=True, min_capability=(7, 5), available="int8_attention_is_available"))

@@ -1,0 +1,20 @@
+"""SageAttention 1.x (PyPI ``sageattention`` 1.0.x): one Triton kernel, INT8 Q·K, FP16 P·V.
+
+Its ``smooth_k`` subtracts the mean from k *in place*; the adapter smooths a copy itself and
+passes ``smooth_k=False``, so the caller's k is never written (softmax is invariant to a
+per-head shift of k along the sequence). Its output at short key lengths is wrong (relative L2
+0.47 at 77 keys on the H200), which the first-call check catches.
+"""
+from . import Backend, register
+
+
+def run(fn, q, k, v, call, layout, settings):
+    if settings.smooth_k:
+        k = k - k.mean(dim=2 if layout == "HND" else 1, keepdim=True)
+    return fn(q, k, v, tensor_layout=layout, is_causal=False, sm_scale=call.scale, smooth_k=False)
+
+
+register(Backend(
+    name="sage1_triton", label="SageAttention 1 (Triton: INT8 Q·K, FP16 P·V)", library="SageAttention 1",
+    module="sageattention", function="sageattn", params=("tensor_layout", "is_causal", "sm_scale", "smooth_k"),
+    run=run, head_dims=frozenset({64, 96, 128})))

@@ -1,0 +1,148 @@
+"""A kernel tried against SDPA on real calls: the first-call check and the timing.
+
+Check: the first eligible call of each ``CheckKey`` also runs SDPA; the kernel keeps that key
+only if its output agrees. Thresholds from the H200 figures (docs/sage-attention.md): SageAttention
+2 lands at relative L2 <= 0.042 and cosine >= 0.999; sageattention 1.0.6 at 77 keys gives relative
+L2 0.28 with cosine 0.999 (so cosine alone cannot catch it). 0.10 sits between the two.
+
+Timing (measured routing): per shape bucket, both arms in interleaved rounds, each arm's median
+round, so one transient (a clock dip, a neighbour's burst) cannot lock a bucket to the wrong side.
+The kernel must beat SDPA by ``TIE_MARGIN``: a near tie goes to SDPA, the exact kernel.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Callable, Optional
+
+import torch
+
+MIN_COSINE, MAX_REL_L2 = 0.99, 0.10
+WARMUP, REPEATS, ROUNDS, TIE_MARGIN = 1, 3, 3, 0.03
+ARM_SAGE, ARM_SDPA = "sage", "sdpa"
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckKey:
+    device: str
+    dtype: str
+    head_dim: int
+    kernel: str
+
+    def label(self) -> str:
+        return f"{self.device} {self.dtype} d{self.head_dim} {self.kernel}"
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckResult:
+    key: CheckKey
+    passed: bool
+    cosine: float
+    rel_l2: float
+    finite: bool
+
+    def describe(self) -> str:
+        extra = "" if self.finite else ", kernel output not finite"
+        return (f"{'passed' if self.passed else 'FAILED'}: cosine {self.cosine:.5f} (min {MIN_COSINE}), "
+                f"relative L2 {self.rel_l2:.4f} (max {MAX_REL_L2}){extra}")
+
+
+def compare(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float, bool]:
+    """(cosine, relative L2, whether ``out`` is finite) of ``out`` against ``ref``, in fp32."""
+    o, r = out.detach().reshape(-1).float(), ref.detach().reshape(-1).float()
+    if not bool(torch.isfinite(o).all()):
+        return float("nan"), float("inf"), False
+    rel = torch.linalg.vector_norm(o - r) / torch.linalg.vector_norm(r).clamp_min(1e-12)
+    return float(torch.nn.functional.cosine_similarity(o, r, dim=0, eps=1e-12)), float(rel), True
+
+
+def judge(key: CheckKey, out: torch.Tensor, ref: torch.Tensor) -> CheckResult:
+    cosine, rel_l2, finite = compare(out, ref)
+    return CheckResult(key, finite and cosine >= MIN_COSINE and rel_l2 <= MAX_REL_L2, cosine, rel_l2, finite)
+
+
+def non_finite(key: CheckKey) -> CheckResult:
+    """What is kept for a key whose kernel later returned NaN or inf."""
+    return CheckResult(key, False, float("nan"), float("inf"), False)
+
+
+@dataclasses.dataclass(frozen=True)
+class BucketKey:
+    device: str
+    kernel: str
+    dtype: str
+    head_dim: int
+    q_bucket: int
+    kv_bucket: int
+
+    def label(self) -> str:
+        return f"{self.device} {_tokens(self.q_bucket)}x{_tokens(self.kv_bucket)} tokens, {self.dtype} d{self.head_dim}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    key: BucketKey
+    sage_ms: Optional[float]  # None: the kernel failed while being timed
+    sdpa_ms: float
+    saved: bool = False       # from the store: measured and agreed on in earlier sessions
+
+    @property
+    def use_sage(self) -> bool:
+        return self.sage_ms is not None and self.sage_ms * (1.0 + TIE_MARGIN) < self.sdpa_ms
+
+    def describe(self) -> str:
+        sage = "failed" if self.sage_ms is None else f"{self.sage_ms:.3f} ms"
+        return (f"{self.key.label()}: Sage {sage} vs SDPA {self.sdpa_ms:.3f} ms -> "
+                f"{'Sage' if self.use_sage else 'SDPA'}" + (" (saved)" if self.saved else ""))
+
+
+def bucket(length: int) -> int:
+    """The power of two at or above ``length``."""
+    return 1 << max(0, int(length) - 1).bit_length()
+
+
+Clock = Callable[[str, Callable[[], object], torch.device], float]
+
+
+def event_clock(arm: str, fn: Callable[[], object], device: torch.device, warmup: int = WARMUP,
+                repeats: int = REPEATS) -> float:
+    """Median ms of ``repeats`` calls after ``warmup``: CUDA events on a CUDA device, the wall clock
+    elsewhere. Calls run back to back with one synchronise, as in a model, so the host's overhead
+    shows only where it starves the GPU."""
+    for _ in range(warmup):
+        fn()
+    if device.type != "cuda":
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+        return _median(times)
+    with torch.cuda.device(device):
+        stream = torch.cuda.current_stream()
+        stream.synchronize()
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(repeats)]
+        for start, end in events:
+            start.record(stream)
+            fn()
+            end.record(stream)
+        end.synchronize()
+        return _median([start.elapsed_time(end) for start, end in events])
+
+
+def time_both(clock: Clock, run_sage, run_sdpa, device: torch.device) -> tuple[float, float]:
+    """(Sage ms, SDPA ms), each the median of ``ROUNDS`` interleaved rounds; a kernel that raises
+    propagates (the caller keeps SDPA for the bucket)."""
+    sdpa, sage = [], []
+    for _ in range(ROUNDS):
+        sdpa.append(clock(ARM_SDPA, run_sdpa, device))
+        sage.append(clock(ARM_SAGE, run_sage, device))
+    return _median(sage), _median(sdpa)
+
+
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
+def _tokens(n: int) -> str:
+    return f"{n // 1024}k" if n >= 1024 and n % 1024 == 0 else str(n)

@@ -1,0 +1,105 @@
+"""Writes the docs' tables that come from the code's declarations: the node's inputs and
+defaults (patches/settings.py), the kernel ``auto`` picks per GPU (patches/backends/), and the
+supported models with each attention call's route (patches/families/).
+
+    .venv/bin/python scripts/write_docs.py          # rewrite them in place
+    .venv/bin/python scripts/write_docs.py --check  # exit 1 where the committed docs differ
+
+Each table sits between ``<!-- generated:NAME -->`` and ``<!-- /generated:NAME -->`` in a docs
+file; tests/test_docs.py fails when what is committed differs from what this writes.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+import sys
+
+import sas_harness
+
+ROOT = sas_harness.ROOT
+DOCS = (ROOT / "docs" / "sage-attention.md",)
+
+
+def inputs_table() -> str:
+    from sage_attention_scope.patches.settings import INPUTS, Settings
+    rows = ["| input | default | what it does |", "|---|---|---|"]
+    for field in dataclasses.fields(Settings):
+        default = field.default
+        shown = ("on" if default else "off") if isinstance(default, bool) else f"`{default}`"
+        rows.append(f"| `{field.name}` | {shown} | {INPUTS[field.name]} |")
+    return "\n".join(rows)
+
+
+def kernels_table() -> str:
+    from sage_attention_scope.patches import backends
+    rows = ["| GPU (compute capability) | `auto` tries, in order (the first installed one runs) |", "|---|---|"]
+    for (major, minor), names in sorted(backends.AUTO.items()):
+        rows.append(f"| sm{major}{minor} | " + ", then ".join(
+            f"`{n}`: {backends.REGISTRY[n].label}" for n in names) + " |")
+    rows.append("| any other | `sage1_triton` from sm80; none below |")
+    rows += ["", "| kernel | library, function | head sizes | dtypes | layouts | masks | GPUs |", "|---|---|---|---|---|---|---|"]
+    for b in backends.REGISTRY.values():
+        gpus = ("/".join("sm%d%d" % c for c in sorted(b.capabilities)) if b.capabilities
+                else f"sm{b.min_capability[0]}{b.min_capability[1]}+")
+        heads = _ranges(sorted(b.head_dims))
+        dtypes = ", ".join(sorted(str(d).removeprefix("torch.") for d in b.dtypes))
+        rows.append(f"| `{b.name}`{'' if b.auto else ' (only when chosen)'} | {b.module}.{b.function} | {heads} | "
+                    f"{dtypes} | {', '.join(sorted(b.layouts))} | {'yes' if b.masks else 'no'} | {gpus} |")
+    return "\n".join(rows)
+
+
+def families_table() -> str:
+    from sage_attention_scope.patches import families
+    models = ["| family | `comfy.supported_models` class (and subclasses) | diffusion model | scope |",
+              "|---|---|---|---|"]
+    calls = ["| family | attention call | route | why |", "|---|---|---|---|"]
+    for family in sorted(families.REGISTRY.values(), key=lambda f: f.name.lower()):
+        models.append(f"| {family.name} | " + ", ".join(f"`{c}`" for c in family.config_classes) + " | "
+                      + ", ".join(f"`{d}`" for d in family.diffusion_models) + " | "
+                      + (("opens" + (f" (needs {family.needs})" if family.needs else "")) if family.opens
+                         else f"never opens: {family.why_not}") + " |")
+        for site in family.call_sites:
+            route = ("SDPA (never reaches the scope)" if site.unreached else
+                     "kernel" if site.reason is None else f"SDPA (`{site.reason.value}`)")
+            calls.append(f"| {family.name} | {site.name} | {route} | {site.why} |")
+    return "\n".join(models) + "\n\n" + "\n".join(calls)
+
+
+TABLES = {"inputs": inputs_table, "kernels": kernels_table, "families": families_table}
+
+
+def _ranges(values: list[int]) -> str:
+    if len(values) > 4 and values == list(range(values[0], values[-1] + 1)):
+        return f"{values[0]}-{values[-1]}"
+    return ", ".join(map(str, values))
+
+
+def rewrite(text: str) -> str:
+    for name, make in TABLES.items():
+        pattern = re.compile(rf"(<!-- generated:{name} -->\n).*?(\n<!-- /generated:{name} -->)", re.S)
+        text = pattern.sub(lambda m: m.group(1) + make() + m.group(2), text)
+    return text
+
+
+def stale() -> list[str]:
+    """The docs files whose generated tables differ from the code's declarations."""
+    return [str(path.relative_to(ROOT)) for path in DOCS if rewrite(path.read_text()) != path.read_text()]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only say which files differ (exit 1)")
+    args = parser.parse_args(argv)
+    sas_harness.boot()
+    if args.check:
+        differ = stale()
+        print("\n".join(differ) or "docs match the code")
+        return 1 if differ else 0
+    for path in DOCS:
+        path.write_text(rewrite(path.read_text()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""Benchmark arms that use the pack as a user does, through its Scope node, so that the same code
+serves this tree and an earlier one (``--compare DIR``): the earlier tree runs in a process of
+its own (``Remote``), started on this file, and the two trees' arms take turns in one run.
+
+Only what every version of the pack has is used: the Scope node's ``execute`` with its inputs by
+name, the ModelPatcher wrapper that opens the scope, and a way to start without saved routing.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+WRAPPER_KEY = "sage_attention_scope"
+WARMUP, REPEATS = 2, 10
+
+
+def timed(fn: Callable[[], object], device: torch.device, repeats: int = REPEATS, warmup: int = WARMUP) -> float:
+    """Median ms of ``repeats`` back-to-back calls after ``warmup``: CUDA events and one
+    synchronise on a GPU (as a model runs them), the wall clock elsewhere."""
+    for _ in range(warmup):
+        fn()
+    if device.type != "cuda":
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+        return sorted(times)[len(times) // 2]
+    torch.cuda.synchronize(device)
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(repeats)]
+    for start, end in events:
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize(device)
+    return sorted(s.elapsed_time(e) for s, e in events)[repeats // 2]
+
+
+def start_fresh(pack) -> None:
+    """The pack as in a new ComfyUI process that never saved a routing decision."""
+    patches = pack.patches
+    if hasattr(patches, "Session"):  # one session object
+        pack.nodes.SESSION = patches.Session(store=None)
+    else:  # before the session object: module-level state
+        patches.stats.reset_session()
+        patches.kernels.reset_caches()
+        patches.timing.use_store(None)
+
+
+def scope(pack, model, **inputs):
+    """``model`` through the pack's Scope node with ``inputs`` (the others at their defaults)."""
+    node = pack.nodes.scope.SageAttentionScope
+    defaults = {name: spec[1].get("default") for name, spec in node.GET_NODE_INFO_V1()["input"]["required"].items()
+                if name != "model"}
+    return node.execute(model=model, **{**defaults, **inputs}).result[0]
+
+
+def in_scope(patched, fn):
+    """``fn()`` inside ``patched``'s scope, as its OUTER_SAMPLE wrapper runs a sampler; plain where
+    the node passed the model through."""
+    import comfy.patcher_extension as ext
+    wrappers = patched.get_wrappers(ext.WrappersMP.OUTER_SAMPLE, WRAPPER_KEY)
+    return wrappers[0](fn) if wrappers else fn()
+
+
+def counts(pack) -> dict:
+    """The last generation's counters per device, as the Status node reports them."""
+    session = getattr(pack.nodes, "SESSION", None)
+    snap = session.snapshot() if session is not None else pack.patches.snapshot()
+    return {device: info["last_generation"] for device, info in snap["devices"].items()}
+
+
+# -- the other tree's process ----------------------------------------------------------------
+
+class Remote:
+    """A pack tree (an earlier commit, exported with ``git archive``) in a process of its own,
+    running this harness; ``ask`` sends one request and waits for its answer."""
+
+    def __init__(self, tree: Path, label: str):
+        self.label = label
+        env = dict(os.environ, SAS_PACK_ROOT=str(Path(tree).resolve()),
+                   PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]))
+        self.process = subprocess.Popen([sys.executable, "-m", "sas_harness.arms"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True, env=env, bufsize=1)
+        self.info = self.ask("hello")
+
+    def ask(self, op: str, **kwargs):
+        self.process.stdin.write(json.dumps({"op": op, **kwargs}) + "\n")
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the {self.label} tree's process ended (exit {self.process.wait()})")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(f"{self.label} tree: {answer['error']}")
+        return answer["result"]
+
+    def close(self):
+        with contextlib.suppress(Exception):
+            self.ask("quit")
+        self.process.wait(timeout=60)
+
+
+def serve(handlers: dict[str, Callable]) -> None:
+    """The other tree's side: answers requests on stdin, one JSON line each, until "quit". What
+    the handlers print goes to stderr, so stdout carries only answers."""
+    out, sys.stdout = sys.stdout, sys.stderr
+    for line in sys.stdin:
+        request = json.loads(line)
+        op = request.pop("op")
+        if op == "quit":
+            out.write(json.dumps({"result": None}) + "\n")
+            out.flush()
+            return
+        try:
+            answer = {"result": handlers[op](**request)}
+        except Exception as exc:  # noqa: BLE001 - the coordinator says which arm failed and goes on
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        out.write(json.dumps(answer) + "\n")
+        out.flush()
+
+
+def _main():
+    import importlib
+
+    import sas_harness
+    sas_harness.boot()
+    from . import host
+    pack = sys.modules[host.PACK_NAME]
+    start_fresh(pack)
+    handlers = {"hello": lambda: {"root": str(host.pack_root())}}
+    for name in ("call_arms", "step_arms"):  # each serves its benchmark's arms for the other tree
+        handlers.update(importlib.import_module(f"sas_harness.{name}").remote_handlers(pack))
+    serve(handlers)
+
+
+if __name__ == "__main__":
+    _main()

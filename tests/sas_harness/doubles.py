@@ -1,0 +1,184 @@
+"""Named test doubles for the kernel boundary, the only thing a CPU test replaces.
+
+``reference_attention`` computes real attention (fp32 SDPA) in the layout SageAttention takes;
+the other doubles wrap it to misbehave in one specific way. ``sageattention2_module``,
+``sageattn3_blackwell`` and ``int8_attention`` stand in for the real libraries with their real
+signatures.
+"""
+from __future__ import annotations
+
+import contextlib
+import types
+
+import torch
+import torch.nn.functional as F
+
+from sage_attention_scope.patches import backends
+from sage_attention_scope.patches.backends import sage1, sage2
+
+ALL_DTYPES = frozenset({torch.float32, torch.float16, torch.bfloat16})
+ANY_HEAD_DIM = frozenset(range(1, 513))
+SA_PARAMS = ("tensor_layout", "is_causal", "sm_scale", "smooth_k")
+
+
+def reference_attention(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, smooth_k=False):
+    if tensor_layout == "NHD":
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+    out = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=is_causal, scale=sm_scale)
+    out = out.to(q.dtype)
+    return out.transpose(1, 2) if tensor_layout == "NHD" else out
+
+
+class RecordingKernel:
+    """Callable with SageAttention's signature; records what it received, then behaves."""
+
+    def __init__(self, behave=reference_attention):
+        self.behave = behave
+        self.calls = []
+
+    def __call__(self, q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, smooth_k=False):
+        self.calls.append({"q": q, "k": k, "v": v, "layout": tensor_layout, "sm_scale": sm_scale,
+                           "smooth_k": smooth_k, "device": torch.cuda.current_device() if q.is_cuda else None})
+        return self.behave(q, k, v, tensor_layout=tensor_layout, is_causal=is_causal, sm_scale=sm_scale,
+                           smooth_k=smooth_k)
+
+
+def make_kernel(name: str, function, *, devices=("cpu", "cuda"), dtypes=ALL_DTYPES, head_dims=ANY_HEAD_DIM,
+                smooth_k_in_place=False, **declared) -> backends.Backend:
+    """A backend whose function is ``function`` (SageAttention's signature), called as SageAttention
+    1 is (``smooth_k_in_place``: it smooths a copy itself) or 2 is."""
+    return backends.Backend(
+        name=name, label=f"{name} (test double)", library="test double", module="", function=name,
+        params=SA_PARAMS, run=sage1.run if smooth_k_in_place else sage2._run({}), head_dims=frozenset(head_dims),
+        dtypes=frozenset(dtypes), devices=frozenset(devices), fn=function, **declared)
+
+
+@contextlib.contextmanager
+def registered(session, backend: backends.Backend):
+    session.add_backend(backend)
+    try:
+        yield backend
+    finally:
+        session.remove_backend(backend.name)
+
+
+def raising(exc_factory):
+    def behave(q, k, v, **kwargs):
+        raise exc_factory()
+    return behave
+
+
+def noisy(q, k, v, **kwargs):
+    """Plausible-looking but wrong: what SageAttention 1.0.6 does at key length 77."""
+    out = reference_attention(q, k, v, **kwargs)
+    return out + torch.randn_like(out) * out.std() * 0.5
+
+
+def non_finite(q, k, v, **kwargs):
+    out = reference_attention(q, k, v, **kwargs).clone()
+    out[(0,) * out.ndim] = float("nan")
+    return out
+
+
+def nan_after_first_call():
+    """A kernel right on its first call (which the check compares with SDPA), NaN on every later one."""
+    calls = []
+
+    def behave(q, k, v, **kwargs):
+        calls.append(1)
+        return reference_attention(q, k, v, **kwargs) if len(calls) == 1 else non_finite(q, k, v, **kwargs)
+    return behave
+
+
+def wrong_shape(q, k, v, **kwargs):
+    return reference_attention(q, k, v, **kwargs)[..., :-1]
+
+
+def smoothing_in_place(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, smooth_k=True):
+    """Like sageattention 1.0.6: with smooth_k it writes k in place."""
+    if smooth_k:
+        k -= k.mean(dim=2 if tensor_layout == "HND" else 1, keepdim=True)
+    return reference_attention(q, k, v, tensor_layout=tensor_layout, sm_scale=sm_scale)
+
+
+# -- stand-ins for the libraries themselves, with their real signatures -----------------------
+
+def sageattention2_module(calls: list | None = None):
+    """A ``sageattention`` module as SageAttention 2.2 exports it: one function per kernel family
+    with 2.2's signatures, each computing real attention and noting its own name in ``calls``."""
+    calls = [] if calls is None else calls
+
+    def kernel(name):
+        def fn(q, k, v, tensor_layout="HND", is_causal=False, qk_quant_gran="per_thread", sm_scale=None,
+               pv_accum_dtype="fp32+fp32", smooth_k=True, smooth_v=False, return_lse=False, **kwargs):
+            calls.append(name)
+            return reference_attention(q, k, v, tensor_layout=tensor_layout, sm_scale=sm_scale)
+        fn.__name__ = name
+        return fn
+
+    def sageattn(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, return_lse=False, **kwargs):
+        raise AssertionError("SageAttention 2's sageattn swallows arguments: the pack never calls it")
+
+    names = ("sageattn_qk_int8_pv_fp16_cuda", "sageattn_qk_int8_pv_fp16_triton", "sageattn_qk_int8_pv_fp8_cuda",
+             "sageattn_qk_int8_pv_fp8_cuda_sm90")
+    return types.SimpleNamespace(sageattn=sageattn, calls=calls, **{name: kernel(name) for name in names})
+
+
+def sageattn3_blackwell(q, k, v, attn_mask=None, is_causal=False, per_block_mean=True, **kwargs):
+    """SageAttention 3's entry point: HND, scale D ** -0.5, the mask ignored, and k's mean
+    subtracted from k in place, as the real one does."""
+    k -= k.mean(dim=-2, keepdim=True)
+    return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=is_causal).to(q.dtype)
+
+
+def int8_attention(q, k, v, *, scale=None, attn_mask=None):
+    """comfy-kitchen's ``int8_attention``, validating its inputs as comfy_kitchen/sage_attention.py's
+    ``_validate_inputs`` does (all but the CUDA device), then real attention with the mask."""
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
+        raise ValueError("q, k, and v must have shape [batch, heads, sequence, head_dim]")
+    if q.dtype not in ALL_DTYPES or not q.dtype == k.dtype == v.dtype:
+        raise TypeError(f"q, k, and v must be float32, float16, or bfloat16 and alike, got {q.dtype}, {k.dtype}, {v.dtype}")
+    batch, heads, q_len, head_dim = q.shape
+    _, kv_heads, kv_len, _ = k.shape
+    if v.shape != (batch, kv_heads, kv_len, head_dim) or k.shape[0] != batch or k.shape[-1] != head_dim:
+        raise ValueError(f"mismatched q/k/v shapes {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    if head_dim > 256:
+        raise ValueError(f"head_dim must be in [1, 256], got {head_dim}")
+    if q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1:
+        raise ValueError("the last dimension of q, k, and v must be contiguous")
+    if attn_mask is not None:
+        if attn_mask.dtype not in (torch.bool, torch.float16, torch.bfloat16, torch.float32):
+            raise TypeError("attn_mask must be bool, float16, bfloat16, or float32")
+        try:
+            attn_mask = torch.broadcast_to(attn_mask, (batch, heads, q_len, kv_len))
+        except RuntimeError as error:
+            raise ValueError(f"attn_mask must be broadcastable to [{batch}, {heads}, {q_len}, {kv_len}], "
+                             f"got {tuple(attn_mask.shape)}") from error
+        attn_mask = attn_mask if attn_mask.dtype == torch.bool else attn_mask.float()
+    return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=attn_mask,
+                                          scale=scale).to(q.dtype)
+
+
+def int8_attention_is_available(device=None) -> bool:
+    return True
+
+
+def library(**functions):
+    """A module double holding ``functions`` (e.g. a comfy_kitchen with ``int8_attention``)."""
+    return types.SimpleNamespace(**functions)
+
+
+class FakeClock:
+    """A deterministic clock for measured routing: each arm takes the milliseconds given.
+    ``run_arms`` also calls the arm once, so a raising kernel raises while being timed."""
+
+    def __init__(self, sage_ms=1.0, sdpa_ms=2.0, run_arms=False):
+        self.ms = {"sage": sage_ms, "sdpa": sdpa_ms}
+        self.run_arms = run_arms
+        self.timed: list[str] = []
+
+    def __call__(self, arm, fn, device):
+        self.timed.append(arm)
+        if self.run_arms:
+            fn()
+        return self.ms[arm]
