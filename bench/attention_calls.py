@@ -24,6 +24,7 @@ sas_harness.boot()
 
 import torch  # noqa: E402
 
+from sage_attention_scope.nodes.status import payload
 from sas_harness import arms as harness  # noqa: E402
 from sas_harness.arm_orders import balanced_orders  # noqa: E402
 from sas_harness.call_arms import ScopedCalls, accuracy, comfy_call, fp32_reference, inputs  # noqa: E402
@@ -64,7 +65,7 @@ def versions(pack) -> dict:
         info["triton"] = triton.__version__
     except ImportError:
         info["triton"] = "not installed"
-    info["libraries"] = pack.nodes.SESSION.snapshot()["libraries"]
+    info["libraries"] = pack.nodes.status.payload(pack.nodes.SESSION)["libraries"]
     return info
 
 

@@ -23,6 +23,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import comfy.model_management  # noqa: E402
 
+from sage_attention_scope.nodes.status import payload
 from sage_attention_scope.patches import Session, Settings, families, scope_for_family, trials  # noqa: E402
 from sas_harness.doubles import make_kernel, reference_attention  # noqa: E402
 from sas_harness.families import CASES, Case, bench_model, lacking  # noqa: E402
@@ -78,7 +79,7 @@ def run_family(case: Case, small: bool, device, dtype, kernel: str) -> dict:
         del model
         comfy.model_management.unload_all_models()
         comfy.model_management.soft_empty_cache()
-    gen = session.snapshot()["devices"][str(device)]["last_generation"]
+    gen = payload(session)["devices"][str(device)]["last_generation"]
     rows = probe.rows
     return {"family": case.family, "latent": list(latent_hw), "calls_on_kernel": len(rows), "sdpa": gen["sdpa"],
             "worst_cosine": min(r["cosine"] for r in rows) if rows else None,

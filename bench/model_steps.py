@@ -31,6 +31,7 @@ import torch  # noqa: E402
 
 import comfy.model_management  # noqa: E402
 
+from sage_attention_scope.nodes.status import payload
 from sas_harness import arms as harness  # noqa: E402
 from sas_harness.arm_orders import balanced_orders  # noqa: E402
 from sas_harness.families import CASES, lacking  # noqa: E402
@@ -164,7 +165,7 @@ def main(argv=None):
     finally:
         if remote is not None:
             remote.close()
-    libraries = pack.nodes.SESSION.snapshot()["libraries"]
+    libraries = pack.nodes.status.payload(pack.nodes.SESSION)["libraries"]
     header = (f"{args.steps} euler steps a generation, the mean of the last {args.steps - args.warm_steps}, median of the "
               f"rounds (balanced orders), cfg 1; {'float32 tiny configs' if args.small else 'bfloat16, random weights'}; "
               f"device {torch.cuda.get_device_name(0) if device.type == 'cuda' else 'CPU'}, ComfyUI {comfyui_version()}, "

@@ -3,14 +3,54 @@ from __future__ import annotations
 
 from comfy_api.latest import io
 
-from ..patches import Reason
+import collections
+import dataclasses
+from typing import Any, Optional
+
+from ..patches import Fault, Reason, Session, backends, trials
+from ..patches.reasons import MASK_DROPPED, SAGE
 from . import session
 
 UI_KEY = "sage_attention_status"
 
 
+def payload(state: Session) -> dict[str, Any]:
+    """What the session knows, as plain data: the node's UI payload and the text's source."""
+    def of(device, items):
+        return [item for item in items if item.key.device == device]
+    with state.lock:
+        devices = sorted({*state.totals, *state.retired, *state.kernel_lines, *(k.device for k in state.checks),
+                          *(k.device for k in state.decisions)})
+        return {"generations": state.generations,
+                "libraries": {b.module: state.finder.versions(b.module) for b in backends.REGISTRY.values()},
+                "models": [{"model": m, "scoped": s} for m, s in state.models.items()],
+                "thresholds": {"min_cosine": trials.MIN_COSINE, "max_rel_l2": trials.MAX_REL_L2},
+                "devices": {d: {
+                    "kernels": dict(state.kernel_lines.get(d, {})), "retired": state.retired.get(d),
+                    "session": counters(state.totals.get(d)), "last_generation": counters(state.last.get(d)),
+                    "checks": [dataclasses.asdict(r) | {"key": r.key.label()} for r in of(d, state.checks.values())],
+                    "routing": [{"bucket": m.key.label(), "kernel": m.key.kernel, "sage_ms": m.sage_ms,
+                                 "sdpa_ms": m.sdpa_ms, "use_sage": m.use_sage, "text": m.describe(),
+                                 "calls_last": _bucket_calls(state.last.get(d), m.key),
+                                 "calls_session": _bucket_calls(state.totals.get(d), m.key)}
+                                for m in of(d, state.decisions.values())]} for d in devices}}
+
+
+def _bucket_calls(counts: Optional[collections.Counter], bucket) -> int:
+    return sum(n for key, n in (counts or {}).items() if isinstance(key, tuple) and key[0] == bucket)
+
+
+def counters(counts: Optional[collections.Counter]) -> dict[str, Any]:
+    """A device's counters in the payload's shape."""
+    counts = counts or collections.Counter()
+    sdpa = dict(sorted((r.value, n) for r, n in counts.items() if isinstance(r, Reason) and n))
+    return {"sage": counts[SAGE], "sdpa": sdpa, "sdpa_total": sum(sdpa.values()),
+            "faults": dict(sorted((f.value, n) for f, n in counts.items() if isinstance(f, Fault) and n)),
+            "masks_dropped": counts[MASK_DROPPED]}
+
+
 def render(snap: dict) -> str:
-    """Human-readable status from ``Session.snapshot()``."""
+    """Human-readable status from ``payload()``."""
     lines = ["Installed: " + ", ".join(f"{name} {version or '(not installed)'}"
                                        for name, version in snap["libraries"].items())]
     for model in snap.get("models", []):
@@ -66,7 +106,7 @@ class SageAttentionStatus(io.ComfyNode):
 
     @classmethod
     def execute(cls, after=None, reset_counters=False) -> io.NodeOutput:
-        snap = session().snapshot()
+        snap = payload(session())
         text = render(snap)
         if reset_counters:
             session().reset_counters()

@@ -1,9 +1,11 @@
 """The facts of one attention call, read from what ComfyUI's ``wrap_attn`` hands an override:
 ``(q, k, v, heads, mask=None, skip_reshape=False, skip_output_reshape=False, **kwargs)``.
 
-With ``skip_reshape`` q/k/v are (B, H, N, D): layout "HND"; otherwise (B, N, H*D), which views
-as (B, N, H, D) without a copy: layout "NHD". Everything here is read from the arguments;
-nothing is computed on the GPU except ``mask_kind``, read only when a decision needs it.
+With ``skip_reshape`` q/k/v are (B, H, N, D): layout "HND"; otherwise (B, N, H*D), which views as
+(B, N, H, D) without a copy: layout "NHD". All of it is read from the arguments, except
+``mask_kind``, which looks at the mask (one sync) and is read only when a decision needs it.
+``block`` is (type, index, count) where the model says which of its blocks is calling (FLUX,
+Chroma, HunyuanVideo and Qwen-Image set ``total_blocks``; a UNet's local ``block_index`` is none).
 """
 from __future__ import annotations
 
@@ -35,18 +37,21 @@ class Call:
     scale: Optional[float] = None
     low_precision: bool = True
     gqa: bool = False
+    block: Optional[tuple[str, int, int]] = None
 
     @classmethod
     def from_comfy(cls, args: tuple, kwargs: dict[str, Any]) -> Optional["Call"]:
         """The call's facts, or None for arguments in a form no kernel takes (not tensors)."""
         names = ("q", "k", "v", "heads", "mask")
         values = dict(zip(names, args), **{n: kwargs[n] for n in names if n in kwargs})
-        q, k, v = values.get("q"), values.get("k"), values.get("v")
-        if not all(isinstance(t, torch.Tensor) for t in (q, k, v)) or not isinstance(values.get("heads"), int):
+        if not all(isinstance(values.get(n), torch.Tensor) for n in "qkv") or not isinstance(values.get("heads"), int):
             return None
-        return cls(q, k, v, values["heads"], values.get("mask"), bool(kwargs.get("skip_reshape", False)),
-                   bool(kwargs.get("skip_output_reshape", False)), kwargs.get("scale"),
-                   kwargs.get("low_precision_attention", True) is not False, bool(kwargs.get("enable_gqa", False)))
+        options = kwargs.get("transformer_options") or {}
+        block = ((options.get("block_type", ""), options.get("block_index", 0), options["total_blocks"])
+                 if isinstance(options.get("total_blocks"), int) else None)
+        return cls(values["q"], values["k"], values["v"], values["heads"], values.get("mask"),
+                   bool(kwargs.get("skip_reshape")), bool(kwargs.get("skip_output_reshape")), kwargs.get("scale"),
+                   kwargs.get("low_precision_attention", True) is not False, bool(kwargs.get("enable_gqa")), block)
 
     @property
     def layout(self) -> str:
@@ -76,9 +81,8 @@ class Call:
     def layout_problem(self) -> Optional[str]:
         """Why no kernel can take these tensors as they are, or None."""
         q, k, v = self.q, self.k, self.v
-        ndim = 4 if self.skip_reshape else 3
-        if not q.ndim == k.ndim == v.ndim == ndim:
-            return f"expected {ndim}-d q/k/v, got {q.ndim}/{k.ndim}/{v.ndim}"
+        if not q.ndim == k.ndim == v.ndim == (4 if self.skip_reshape else 3):
+            return f"q/k/v of {q.ndim}/{k.ndim}/{v.ndim} dimensions"
         if self.gqa or k.shape != v.shape or k.shape[-1] != q.shape[-1] or k.shape[0] != q.shape[0]:
             return "grouped-query or mismatched q/k/v shapes"
         if (q.shape[1] != self.heads) if self.skip_reshape else q.shape[-1] % self.heads:
@@ -94,34 +98,32 @@ class Call:
 
     @functools.cached_property
     def mask_kind(self) -> MaskKind:
-        """Costs one host sync for a mask; read only for calls otherwise eligible."""
         mask = self.mask
         if mask is None:
             return MaskKind.NONE
         if mask.dtype == torch.bool:
             return MaskKind.NOOP if bool(mask.all()) else MaskKind.MASKS
-        return MaskKind.NOOP if mask.is_floating_point() and bool((mask == 0).all()) else MaskKind.MASKS
-
-    def views(self, layout: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """q, k, v in ``layout``, as views: never a copy."""
-        qkv = (self.q, self.k, self.v)
-        if not self.skip_reshape:
-            qkv = tuple(t.unflatten(-1, (self.heads, -1)) for t in qkv)
-        return qkv if layout == self.layout else tuple(t.transpose(1, 2) for t in qkv)
+        return MaskKind.NOOP if mask.is_floating_point() and not bool(mask.any()) else MaskKind.MASKS
 
     def sdpa_mask(self) -> Optional[torch.Tensor]:
-        """The mask broadcastable to (B, H, Nq, Nkv), as ComfyUI's attention_pytorch makes it."""
+        """The mask broadcastable to (B, H, Nq, Nkv), as ComfyUI's attention_pytorch hands it to SDPA."""
         mask = self.mask
         if mask is not None and mask.ndim == 2:
             mask = mask.unsqueeze(0)
         return mask.unsqueeze(1) if mask is not None and mask.ndim == 3 else mask
+
+    def views(self, layout: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q, k, v in ``layout``, as views: never a copy."""
+        qkv = (self.q, self.k, self.v) if self.skip_reshape else (t.unflatten(-1, (self.heads, -1)) for t in
+                                                                    (self.q, self.k, self.v))
+        return tuple(t if layout == self.layout else t.transpose(1, 2) for t in qkv)
 
     def kernel_shape(self, layout: str) -> tuple[int, ...]:
         b, n, h, d = self.q.shape[0], self.q_len, self.heads, self.head_dim
         return (b, h, n, d) if layout == HND else (b, n, h, d)
 
     def output(self, out: torch.Tensor, layout: str) -> torch.Tensor:
-        """A kernel's output in ``layout`` -> the shape ComfyUI's attention returns."""
+        """A kernel's output in ``layout``, shaped as ComfyUI's attention returns it."""
         hnd = out if layout == HND else out.transpose(1, 2)
         if self.skip_output_reshape:
             return hnd

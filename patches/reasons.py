@@ -1,7 +1,7 @@
 """What became of an attention call: the kernel, or SDPA for one Reason; and kernel faults.
 
-A generation's counters are one Counter keyed by these: ``SAGE``, a ``Reason``, a ``Fault`` or
-``MASK_DROPPED`` (their string values never collide).
+A generation's counters are one Counter per device keyed by these: ``SAGE``, a ``Reason``, a
+``Fault``, ``MASK_DROPPED``, or a shape bucket's (``BucketKey``, outcome) pair.
 """
 from __future__ import annotations
 
@@ -9,19 +9,17 @@ import enum
 
 import torch
 
-SAGE = "sage"
-MASK_DROPPED = "masks_dropped"
+SAGE, MASK_DROPPED = "sage", "masks_dropped"
 
 
-class _Labelled(str, enum.Enum):
+class Reason(str, enum.Enum):
+    """Why a call stayed on PyTorch SDPA: a stable key (status payload, docs) and its label."""
+
     def __new__(cls, value: str, label: str):
         member = str.__new__(cls, value)
         member._value_, member.label = value, label
         return member
 
-
-class Reason(_Labelled):
-    """Why a call stayed on PyTorch SDPA; values are stable keys (status payload, docs)."""
     DISABLED = "disabled", "scope disabled"
     OUTSIDE_SCOPE = "outside_scope", "called outside the sampling scope"
     TOO_SHORT = "too_short", "query or key shorter than the minimum sequence length"
@@ -32,6 +30,8 @@ class Reason(_Labelled):
     LAYOUT = "layout", "layout the kernel cannot take without a copy"
     HEAD_DIM = "head_dim", "head size the kernel does not support"
     SCALE = "scale", "softmax scale the kernel cannot apply"
+    OUTSIDE_STEPS = "outside_steps", "step outside the Scope's start/end percent"
+    OUTSIDE_BLOCKS = "outside_blocks", "block among the first/last kept on SDPA"
     DEVICE_RETIRED = "device_retired", "device retired after repeated kernel errors"
     OOM_EARLIER = "oom_earlier", "out of memory earlier in this generation"
     CHECK_FAILED = "check_failed", "first-call check against SDPA failed"
@@ -40,30 +40,24 @@ class Reason(_Labelled):
     KERNEL_FAULT = "kernel_fault", "kernel raised or returned a bad result"
 
 
-class Fault(_Labelled):
+class Fault(str, enum.Enum):
     """How a kernel failed. Out of memory: the rest of the generation on SDPA on that device;
     Triton: ``TRITON_RETIRE_AFTER`` in a row retire the device for the session; any other: that
     call on SDPA."""
-    OOM = "oom", "out of memory"
-    TRITON = "triton", "Triton compile or cache error"
-    OTHER = "other", "kernel error"
-    NON_FINITE = "non_finite", "NaN or inf in the kernel's output"
-    WRONG_SHAPE = "wrong_shape", "output of the wrong shape"
+    OOM, TRITON, OTHER, NON_FINITE, WRONG_SHAPE = "oom", "triton", "other", "non_finite", "wrong_shape"
 
 
 TRITON_RETIRE_AFTER = 3
 _OOM_TYPES = tuple(t for t in (getattr(torch, "OutOfMemoryError", None),
                                getattr(torch.cuda, "OutOfMemoryError", None)) if t is not None)
-_TRITON_HINTS = ("triton", "ptxas", "cuda_utils", "libcuda.so")
 
 
 def classify(exc: BaseException) -> Fault:
     if isinstance(exc, _OOM_TYPES) or (isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()):
         return Fault.OOM
     # Triton raises its own classes; a broken or unwritable cache is an OSError naming its path.
-    if any(cls.__module__.split(".")[0] == "triton" for cls in type(exc).__mro__):
-        return Fault.TRITON
-    if isinstance(exc, OSError) and any(h in str(exc).lower() for h in _TRITON_HINTS):
+    if any(cls.__module__.split(".")[0] == "triton" for cls in type(exc).__mro__) or (
+            isinstance(exc, OSError) and any(h in str(exc).lower() for h in ("triton", "ptxas", "cuda_utils", "libcuda.so"))):
         return Fault.TRITON
     return Fault.OTHER
 

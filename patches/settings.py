@@ -1,8 +1,5 @@
-"""What a Scope node asks for: the one place its inputs, defaults and help are written.
-
-The node builds its widgets from ``INPUTS``, the engine reads ``Settings``, and
-scripts/write_docs.py writes the docs' input table from both.
-"""
+"""What a Scope node asks for, validated once, frozen: the one place its defaults are written (the
+node's widgets, the engine and scripts/write_docs.py read them here)."""
 from __future__ import annotations
 
 import dataclasses
@@ -11,45 +8,46 @@ KERNEL_AUTO = "auto"
 ROUTING_MEASURED, ROUTING_ALWAYS = "measured", "always"
 ROUTINGS = (ROUTING_MEASURED, ROUTING_ALWAYS)
 MAX_SEQ_LEN = 1 << 22
+# min_seq_len 0 (auto): a call whose query is under 1024 tokens or whose key is under 512 stays on
+# SDPA on every GPU. On the H200 SDPA's whole call there (0.05 ms at 1024x1024, 0.14 ms at 16k
+# queries x 256 keys, d128) takes less than the ~0.2 ms a SageAttention call costs however small
+# (launches and quantisation, which a slower GPU pays too); InvokeAI's RTX 4090 floor, query 1536
+# and key 512, lies at or above it. Above it, measured routing decides per shape and GPU.
+AUTO_FLOOR = (1024, 512)
 
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
     enabled: bool = True
     kernel: str = KERNEL_AUTO
-    # Calls whose query or key is shorter stay on SDPA. On the H200 SageAttention 2's sm90
-    # kernel reaches SDPA from about 12k tokens at head size 128 (docs/sage-attention.md).
-    min_seq_len: int = 12288
+    min_seq_len: int = 0           # 0: AUTO_FLOOR; else calls with query or key shorter stay on SDPA
     first_call_check: bool = True
     smooth_k: bool = False
     routing: str = ROUTING_MEASURED
+    start_percent: float = 0.0     # the step window, in ComfyUI's percent of the schedule
+    end_percent: float = 1.0
+    first_blocks: int = -1         # blocks kept on SDPA at each end of a block type; -1: the kernel's default
+    last_blocks: int = -1
 
     def __post_init__(self):
         for name in ("enabled", "first_call_check", "smooth_k"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be true or false, got {getattr(self, name)!r}")
-        if isinstance(self.min_seq_len, bool) or not isinstance(self.min_seq_len, int):
-            raise TypeError(f"min_seq_len must be an integer number of tokens, got {self.min_seq_len!r}")
-        if not 1 <= self.min_seq_len <= MAX_SEQ_LEN:
-            raise ValueError(f"min_seq_len must be at least 1 token (at most {MAX_SEQ_LEN}), got "
-                             f"{self.min_seq_len}. Use {Settings.min_seq_len} (the default) or a positive length.")
+        for name, low, high in (("min_seq_len", 0, MAX_SEQ_LEN), ("first_blocks", -1, 1000), ("last_blocks", -1, 1000)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ValueError(f"{name} must be a whole number from {low} to {high}, got {value!r}")
+        for name in ("start_percent", "end_percent"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be a number from 0.0 to 1.0, got {value!r}")
+        if self.start_percent > self.end_percent:
+            raise ValueError(f"start_percent ({self.start_percent}) must not be above end_percent ({self.end_percent})")
         if not isinstance(self.kernel, str) or not self.kernel:
             raise ValueError(f"kernel must be 'auto' or a kernel name, got {self.kernel!r}")
         if self.routing not in ROUTINGS:
             raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}, got {self.routing!r}")
 
-
-# name -> what it does (node tooltips, docs). Defaults are the Settings fields'.
-INPUTS = {
-    "enabled": "Off: every call keeps SDPA; the output is identical to no node.",
-    "kernel": "auto picks the kernel for this GPU and what is installed; or pick one by name.",
-    "min_seq_len": "Calls whose query or key is shorter (tokens) stay on SDPA, where a kernel's fixed cost "
-                   "outweighs its gain. The default was measured on an H200.",
-    "first_call_check": "Compare the first call per device, dtype, head size and kernel with SDPA; a mismatch "
-                        "keeps SDPA for those calls for the session.",
-    "smooth_k": "Subtract each head's mean key before quantising (SageAttention's smooth_k): can help with "
-                "outlier keys, hurt accuracy on Qwen-Image. Off by default.",
-    "routing": "measured: time the kernel against SDPA once per shape and keep the faster (never slower than "
-               "SDPA). always: every eligible call on the kernel.",
-}
-assert set(INPUTS) == {f.name for f in dataclasses.fields(Settings)}
+    def floors(self) -> tuple[int, int]:
+        """(query, key) lengths below which a call stays on SDPA."""
+        return AUTO_FLOOR if self.min_seq_len == 0 else (self.min_seq_len, self.min_seq_len)

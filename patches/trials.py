@@ -1,13 +1,13 @@
-"""A kernel tried against SDPA on real calls: the first-call check and the timing.
+"""A kernel tried against SDPA on real calls: the first-call check, and the timing of measured routing.
 
-Check: the first eligible call of each ``CheckKey`` also runs SDPA; the kernel keeps that key
-only if its output agrees. Thresholds from the H200 figures (docs/sage-attention.md): SageAttention
-2 lands at relative L2 <= 0.042 and cosine >= 0.999; sageattention 1.0.6 at 77 keys gives relative
-L2 0.28 with cosine 0.999 (so cosine alone cannot catch it). 0.10 sits between the two.
+Check: the first eligible call of a ``CheckKey`` also runs SDPA, and the kernel keeps the key only
+if the two agree. From the H200 figures (docs/sage-attention.md): SageAttention 2 lands at
+relative L2 <= 0.042, cosine >= 0.999; sageattention 1.0.6 at 77 keys at relative L2 0.28 with
+cosine 0.999 (cosine alone cannot catch it). 0.10 sits between the two.
 
-Timing (measured routing): per shape bucket, both arms in interleaved rounds, each arm's median
-round, so one transient (a clock dip, a neighbour's burst) cannot lock a bucket to the wrong side.
-The kernel must beat SDPA by ``TIE_MARGIN``: a near tie goes to SDPA, the exact kernel.
+Timing: per shape bucket, the two arms in interleaved rounds and each arm's median round, so one
+transient cannot lock a bucket to the wrong side; the kernel must win by ``TIE_MARGIN`` (a near
+tie goes to SDPA, the exact kernel).
 """
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ import torch
 
 MIN_COSINE, MAX_REL_L2 = 0.99, 0.10
 WARMUP, REPEATS, ROUNDS, TIE_MARGIN = 1, 3, 3, 0.03
-ARM_SAGE, ARM_SDPA = "sage", "sdpa"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,9 +27,10 @@ class CheckKey:
     dtype: str
     head_dim: int
     kernel: str
+    keys: str = "long"  # "short" or "long": key-length class (decide.SHORT_KEYS)
 
     def label(self) -> str:
-        return f"{self.device} {self.dtype} d{self.head_dim} {self.kernel}"
+        return f"{self.device} {self.dtype} d{self.head_dim} {self.keys} keys {self.kernel}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,9 +42,8 @@ class CheckResult:
     finite: bool
 
     def describe(self) -> str:
-        extra = "" if self.finite else ", kernel output not finite"
-        return (f"{'passed' if self.passed else 'FAILED'}: cosine {self.cosine:.5f} (min {MIN_COSINE}), "
-                f"relative L2 {self.rel_l2:.4f} (max {MAX_REL_L2}){extra}")
+        return (f"{'passed' if self.passed else 'FAILED'}: cosine {self.cosine:.5f} (min {MIN_COSINE}), relative L2 "
+                f"{self.rel_l2:.4f} (max {MAX_REL_L2})" + ("" if self.finite else ", kernel output not finite"))
 
 
 def compare(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float, bool]:
@@ -72,7 +71,7 @@ class BucketKey:
     kernel: str
     dtype: str
     head_dim: int
-    q_bucket: int
+    q_bucket: int  # query and key lengths, each rounded up to a power of two
     kv_bucket: int
 
     def label(self) -> str:
@@ -82,9 +81,9 @@ class BucketKey:
 @dataclasses.dataclass(frozen=True)
 class Decision:
     key: BucketKey
-    sage_ms: Optional[float]  # None: the kernel failed while being timed
+    sage_ms: Optional[float]  # None: the kernel failed while timed
     sdpa_ms: float
-    saved: bool = False       # from the store: measured and agreed on in earlier sessions
+    saved: bool = False       # from the store: measured and agreed on by earlier sessions
 
     @property
     def use_sage(self) -> bool:
@@ -97,46 +96,40 @@ class Decision:
 
 
 def bucket(length: int) -> int:
-    """The power of two at or above ``length``."""
     return 1 << max(0, int(length) - 1).bit_length()
 
 
 Clock = Callable[[str, Callable[[], object], torch.device], float]
 
 
-def event_clock(arm: str, fn: Callable[[], object], device: torch.device, warmup: int = WARMUP,
-                repeats: int = REPEATS) -> float:
-    """Median ms of ``repeats`` calls after ``warmup``: CUDA events on a CUDA device, the wall clock
-    elsewhere. Calls run back to back with one synchronise, as in a model, so the host's overhead
-    shows only where it starves the GPU."""
+def event_clock(arm: str, fn: Callable[[], object], device: torch.device, warmup=WARMUP, repeats=REPEATS) -> float:
+    """Median ms of ``repeats`` calls after ``warmup``, back to back with one synchronise as in a
+    model (the host's overhead shows only where it starves the GPU): CUDA events on a GPU, else the
+    wall clock."""
     for _ in range(warmup):
         fn()
     if device.type != "cuda":
-        times = []
+        marks = [time.perf_counter()]
         for _ in range(repeats):
-            t0 = time.perf_counter()
             fn()
-            times.append((time.perf_counter() - t0) * 1e3)
-        return _median(times)
+            marks.append(time.perf_counter())
+        return _median([(b - a) * 1e3 for a, b in zip(marks, marks[1:])])
     with torch.cuda.device(device):
-        stream = torch.cuda.current_stream()
-        stream.synchronize()
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(repeats)]
-        for start, end in events:
-            start.record(stream)
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(repeats + 1)]
+        events[0].record()
+        for event in events[1:]:
             fn()
-            end.record(stream)
-        end.synchronize()
-        return _median([start.elapsed_time(end) for start, end in events])
+            event.record()
+        events[-1].synchronize()
+        return _median([a.elapsed_time(b) for a, b in zip(events, events[1:])])
 
 
 def time_both(clock: Clock, run_sage, run_sdpa, device: torch.device) -> tuple[float, float]:
-    """(Sage ms, SDPA ms), each the median of ``ROUNDS`` interleaved rounds; a kernel that raises
-    propagates (the caller keeps SDPA for the bucket)."""
+    """(kernel ms, SDPA ms), each the median of ``ROUNDS`` interleaved rounds."""
     sdpa, sage = [], []
     for _ in range(ROUNDS):
-        sdpa.append(clock(ARM_SDPA, run_sdpa, device))
-        sage.append(clock(ARM_SAGE, run_sage, device))
+        sdpa.append(clock("sdpa", run_sdpa, device))
+        sage.append(clock("sage", run_sage, device))
     return _median(sage), _median(sdpa)
 
 

@@ -8,6 +8,8 @@ tests/test_server.py checks every file against a running ComfyUI's /object_info.
 """
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -32,10 +34,18 @@ MODELS = {  # name -> (folder, address)
     "sd_xl_base_1.0.safetensors": ("checkpoints", "https://huggingface.co/stabilityai/stable-diffusion-xl-base-1.0/resolve/main/sd_xl_base_1.0.safetensors"),
 }
 
-# The Scope node's widgets in schema order: enabled, kernel, min_seq_len, first_call_check,
-# smooth_k, routing (nodes/scope.py); the Status node's: reset_counters.
-SCOPE_WIDGETS = [True, "auto", 12288, True, False, "measured"]
-STATUS_WIDGETS = [False]
+
+
+def _scope_defaults() -> list:
+    """The Scope node's widgets in schema order, at their defaults: the fields of patches/settings.py."""
+    spec = importlib.util.spec_from_file_location("sas_settings", OUT.parent / "patches" / "settings.py")
+    settings = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # dataclasses look it up there
+    spec.loader.exec_module(settings)
+    return [f.default for f in dataclasses.fields(settings.Settings)]
+
+
+SCOPE_WIDGETS = _scope_defaults()
+STATUS_WIDGETS = [False]  # reset_counters
 
 
 class Graph:

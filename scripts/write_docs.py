@@ -1,5 +1,5 @@
-"""Writes the docs' tables that come from the code's declarations: the node's inputs and
-defaults (patches/settings.py), the kernel ``auto`` picks per GPU (patches/backends/), and the
+"""Writes the docs' tables that come from the code's declarations: the node's inputs, defaults
+and help (patches/settings.py, nodes/scope.py), the kernel ``auto`` picks per GPU (patches/backends/), and the
 supported models with each attention call's route (patches/families/).
 
     .venv/bin/python scripts/write_docs.py          # rewrite them in place
@@ -22,12 +22,13 @@ DOCS = (ROOT / "docs" / "sage-attention.md",)
 
 
 def inputs_table() -> str:
-    from sage_attention_scope.patches.settings import INPUTS, Settings
+    from sage_attention_scope.nodes.scope import TOOLTIPS
+    from sage_attention_scope.patches.settings import Settings
     rows = ["| input | default | what it does |", "|---|---|---|"]
     for field in dataclasses.fields(Settings):
         default = field.default
         shown = ("on" if default else "off") if isinstance(default, bool) else f"`{default}`"
-        rows.append(f"| `{field.name}` | {shown} | {INPUTS[field.name]} |")
+        rows.append(f"| `{field.name}` | {shown} | {TOOLTIPS[field.name]} |")
     return "\n".join(rows)
 
 

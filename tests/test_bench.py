@@ -9,6 +9,7 @@ import subprocess
 import pytest
 import torch
 
+from sage_attention_scope.nodes.status import payload
 from sas_harness import ROOT
 from sas_harness.arm_orders import balanced_orders
 from sas_harness.doubles import RecordingKernel, make_kernel, registered
@@ -42,7 +43,7 @@ def test_every_per_call_arm_does_what_it_is_named_for(session):
     repeats = row["repeats"]
     direct_and_scoped = 3 * 2 * (repeats + 2)  # three arms, two rounds, warm-ups included
     assert len(kernel.calls) >= direct_and_scoped
-    assert session.snapshot()["devices"]["cpu"]["session"]["sdpa"].get("too_short", 0) >= 2 * repeats
+    assert payload(session)["devices"]["cpu"]["session"]["sdpa"].get("too_short", 0) >= 2 * repeats
     assert bench.routed_vs_best(row) == pytest.approx(arms["routed"]["ms"] / min(arms["sdpa"]["ms"], arms["double"]["ms"]))
 
 

@@ -8,6 +8,7 @@ import torch
 
 import comfy.supported_models
 
+from sage_attention_scope.nodes.status import payload
 from sage_attention_scope.patches import Reason, Settings, apply_scope, decide, router_of
 from sas_harness.doubles import RecordingKernel, make_kernel, raising, registered
 from sas_harness.models import TINY_FLUX, build, flux_conditioning, sample, tiny_flux
@@ -131,4 +132,4 @@ def test_a_call_outside_the_scope_compiles_and_runs_comfyuis_attention(session, 
         out = fn(q, k, v)
     assert kernel.calls == []
     torch.testing.assert_close(out, attention(scoped, q, k, v, 2, skip_reshape=True), rtol=0, atol=0)
-    assert session.snapshot()["devices"]["cpu"]["session"]["sdpa"] == {Reason.OUTSIDE_SCOPE.value: 2}
+    assert payload(session)["devices"]["cpu"]["session"]["sdpa"] == {Reason.OUTSIDE_SCOPE.value: 2}

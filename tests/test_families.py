@@ -10,6 +10,7 @@ import torch
 
 import comfy.supported_models
 
+from sage_attention_scope.nodes.status import payload
 from sage_attention_scope.nodes.status import render
 from sage_attention_scope.patches import Reason, Settings, families, scope_for_family
 from sas_harness.doubles import RecordingKernel, make_kernel, registered
@@ -69,8 +70,8 @@ def test_sd1_and_sd2_pass_through_unchanged_and_say_why(session, config_class, m
     assert found.message.startswith(message)
     said = [r.getMessage() for r in caplog_sas.records if "passes the model through" in r.getMessage()]
     assert len(said) == 1 and message in said[0]
-    assert {"model": found.message, "scoped": False} in session.snapshot()["models"]
-    assert f"model {found.message}: passed through unchanged" in render(session.snapshot())
+    assert {"model": found.message, "scoped": False} in payload(session)["models"]
+    assert f"model {found.message}: passed through unchanged" in render(payload(session))
 
 
 def test_unrecognised_model_passes_through_and_is_named(session):
@@ -273,7 +274,7 @@ def test_sdxl_tiled_multidiffusion_runs_every_tile_in_the_scope(session):
 def test_status_names_the_scoped_family(session):
     with registered(session, make_kernel("double", RecordingKernel())):
         scope_for_family(build(comfy.supported_models.Flux, TINY_FLUX), Settings(kernel="double"), session)
-    assert "model FLUX.1 (Flux): scoped" in render(session.snapshot())
+    assert "model FLUX.1 (Flux): scoped" in render(payload(session))
 
 
 def test_a_device_without_a_kernel_passes_a_supported_model_through_and_says_why(session, caplog_sas):
@@ -284,4 +285,4 @@ def test_a_device_without_a_kernel_passes_a_supported_model_through_and_says_why
     message = "FLUX.1 (Flux) on cpu: SageAttention needs a CUDA device, got cpu"
     said = [r for r in caplog_sas.records if "passes the model through" in r.getMessage()]
     assert len(said) == 1 and said[0].levelno == logging.WARNING and message in said[0].getMessage()
-    assert f"model {message}: passed through unchanged" in render(session.snapshot())
+    assert f"model {message}: passed through unchanged" in render(payload(session))

@@ -7,6 +7,7 @@ import torch
 import triton.compiler.errors
 import triton.runtime.errors
 
+from sage_attention_scope.nodes.status import payload
 from sage_attention_scope.patches import Fault, Reason, Settings, apply_scope, trials
 from sage_attention_scope.patches.reasons import TRITON_RETIRE_AFTER, classify
 from sage_attention_scope.patches.trials import MAX_REL_L2
@@ -67,7 +68,7 @@ def test_triton_errors_in_a_row_retire_the_device(session, model, plain, error):
     assert gen["faults"] == {Fault.TRITON.value: TRITON_RETIRE_AFTER}
     assert gen["sdpa"] == {Reason.KERNEL_FAULT.value: TRITON_RETIRE_AFTER,
                            Reason.DEVICE_RETIRED.value: CALLS - TRITON_RETIRE_AFTER}
-    assert session.snapshot()["devices"][DEVICE]["retired"]
+    assert payload(session)["devices"][DEVICE]["retired"]
 
 
 def test_a_success_resets_the_triton_streak(session, model):
@@ -80,8 +81,8 @@ def test_a_success_resets_the_triton_streak(session, model):
 
     generate(session, model, flaky, first_call_check=False)
     generate(session, model, flaky, first_call_check=False)
-    assert session.snapshot()["devices"][DEVICE]["retired"] is None
-    assert session.snapshot()["devices"][DEVICE]["session"]["faults"] == {Fault.TRITON.value: 6}
+    assert payload(session)["devices"][DEVICE]["retired"] is None
+    assert payload(session)["devices"][DEVICE]["session"]["faults"] == {Fault.TRITON.value: 6}
 
 
 def test_other_kernel_errors_fall_back_per_call_and_log_once(session, model, plain, caplog):
@@ -139,7 +140,7 @@ def test_a_wrong_kernel_fails_the_first_call_check_and_its_key_falls_back(sessio
     assert torch.equal(out, plain)
     assert len(kernel.calls) == 1
     assert last_generation(session)["sdpa"] == {Reason.CHECK_FAILED.value: CALLS}
-    [result] = session.snapshot()["devices"][DEVICE]["checks"]
+    [result] = payload(session)["devices"][DEVICE]["checks"]
     assert result["passed"] is False and result["rel_l2"] > MAX_REL_L2
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "first-call check FAILED" in warnings[0] and "relative L2" in warnings[0]
@@ -157,9 +158,9 @@ def test_without_the_check_a_wrong_kernel_would_reach_the_output(session, model,
 def test_a_passing_check_runs_once_per_key(session, model):
     generate(session, model, reference_attention)
     generate(session, model, reference_attention)
-    [result] = session.snapshot()["devices"][DEVICE]["checks"]
-    assert result["passed"] and result["key"] == f"{DEVICE} float32 d32 double"
-    assert session.snapshot()["devices"][DEVICE]["session"]["sage"] == 2 * CALLS
+    [result] = payload(session)["devices"][DEVICE]["checks"]
+    assert result["passed"] and result["key"] == f"{DEVICE} float32 d32 short keys double"
+    assert payload(session)["devices"][DEVICE]["session"]["sage"] == 2 * CALLS
 
 
 def test_classify():

@@ -10,6 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from sage_attention_scope.nodes.status import payload
 from sage_attention_scope.patches import Reason, Settings, apply_scope, trials
 from sas_harness.gpu import build_tiny_flux_d128, kernel_on, record
 from sas_harness.models import TINY_FLUX, build, flux_conditioning, sample
@@ -101,7 +102,7 @@ def test_scoped_flux_runs_every_call_on_the_real_kernel(session, kernel):
     gen = last_generation(session, "cuda:0")
     assert gen["sage"] == 2 * 4 and gen["sdpa_total"] == 0
     cosine, rel_l2, finite = trials.compare(routed, plain)
-    [check] = session.snapshot()["devices"]["cuda:0"]["checks"]
+    [check] = payload(session)["devices"]["cuda:0"]["checks"]
     record(test="tiny_flux_two_steps", kernel=kernel.name, version=kernel.version, cosine=cosine, rel_l2=rel_l2,
            first_call_check=check)
     assert finite and cosine >= 0.99 and check["passed"]
@@ -209,8 +210,8 @@ def test_comfy_kitchen_is_checked_and_routing_keeps_sdpa_where_it_is_slower(toke
     calls = 57  # one FLUX.1 step: 19 double + 38 single blocks
     in_scope(scoped, lambda: [attention(scoped, q, k, v, 24, skip_reshape=True) for _ in range(calls)])
     gen = last_generation(session, "cuda:0")
-    [check] = session.snapshot()["devices"]["cuda:0"]["checks"]
-    [decision] = session.snapshot()["devices"]["cuda:0"]["routing"]
+    [check] = payload(session)["devices"]["cuda:0"]["checks"]
+    [decision] = payload(session)["devices"]["cuda:0"]["routing"]
     record(test="kitchen_routing_flux", kernel=kitchen.name, version=kitchen.version, tokens=tokens,
            check=check, routing=decision, counts=gen)
     assert check["passed"]

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from sage_attention_scope.nodes.status import payload
 from sage_attention_scope.nodes.status import render
 from sage_attention_scope.patches import Reason, Session, Settings, apply_scope, routing_store, trials
 from sas_harness.doubles import FakeClock, RecordingKernel, make_kernel, raising, reference_attention, registered
@@ -88,7 +89,7 @@ def test_decision_holds_for_the_session_and_always_skips_timing(session, model):
     calls(session, model, MEASURED, [(32, 64)], fake)
     calls(session, model, MEASURED, [(32, 64)], fake)
     assert fake.timed == ["sdpa", "sage"] * trials.ROUNDS
-    assert session.snapshot()["devices"]["cpu"]["session"]["sdpa"] == {Reason.MEASURED_SLOWER.value: 2}
+    assert payload(session)["devices"]["cpu"]["session"]["sdpa"] == {Reason.MEASURED_SLOWER.value: 2}
     always = FakeClock(3.0, 2.0)
     assert len(calls(session, model, Settings(kernel="double", min_seq_len=8, routing="always"), [(32, 64)], always)) == 1
     assert always.timed == [] and last_generation(session, "cpu")["sage"] == 1
@@ -96,7 +97,7 @@ def test_decision_holds_for_the_session_and_always_skips_timing(session, model):
 
 def test_status_shows_the_decisions(session, model):
     calls(session, model, MEASURED, [(32, 64)], FakeClock(4.6, 5.6))
-    snap = session.snapshot()
+    snap = payload(session)
     (routing,) = snap["devices"]["cpu"]["routing"]
     assert routing["use_sage"] and routing["sage_ms"] == 4.6
     assert "cpu 32x32 tokens, float32 d64: Sage 4.600 ms vs SDPA 5.600 ms -> Sage" in render(snap)
@@ -150,7 +151,7 @@ def test_a_decision_two_sessions_agreed_on_is_reused_without_timing(model, tmp_p
     counts, later = _session(model, path, fake)
     assert counts["sage"] == 1 and fake.timed == []
     [decision] = later.decisions.values()
-    assert decision.saved and decision.use_sage and "(saved)" in render(later.snapshot())
+    assert decision.saved and decision.use_sage and "(saved)" in render(payload(later))
 
 
 def test_sessions_that_disagree_start_counting_again(model, tmp_path):

@@ -5,10 +5,10 @@ import logging
 import pytest
 import torch
 
-from sas_harness import host as sas_host
-from sas_harness import ROOT
 from sage_attention_scope.nodes.scope import SageAttentionScope, scoped_model
-from sage_attention_scope.nodes.status import SageAttentionStatus, render
+from sage_attention_scope.nodes.status import SageAttentionStatus, payload, render
+from sas_harness import ROOT
+from sas_harness import host as sas_host
 from sage_attention_scope.patches import Reason, Settings, router_of
 from sas_harness.doubles import RecordingKernel, make_kernel, registered
 from sas_harness.models import DEVICE, flux_conditioning, sample, tiny_flux
@@ -32,8 +32,8 @@ def test_scope_node_schema(session):
     info = SageAttentionScope.GET_NODE_INFO_V1()
     required = info["input"]["required"]
     assert list(required) == ["model", "enabled", "kernel", "min_seq_len", "first_call_check", "smooth_k",
-                              "routing"]
-    assert required["min_seq_len"][1]["default"] == Settings.min_seq_len and required["min_seq_len"][1]["min"] == 1
+                              "routing", "start_percent", "end_percent", "first_blocks", "last_blocks"]
+    assert required["min_seq_len"][1]["default"] == Settings.min_seq_len == 0 and required["min_seq_len"][1]["min"] == 0
     options = required["kernel"][1]["options"]
     devices = [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
     assert options[0] == "auto" and all(any(session.resolve(o, d).bound for d in devices) for o in options[1:])
@@ -56,14 +56,15 @@ def test_without_a_kernel_the_node_passes_the_model_through_and_says_why(session
     choice = next(n for n in session.names() if session.resolve(n, model.load_device).bound is None)
     assert scoped_model(model, kernel=choice) is model
     assert any("passes the model through" in r.getMessage() for r in caplog.records)
-    line = session.snapshot()["devices"][str(model.load_device)]["kernels"][choice]
+    line = payload(session)["devices"][str(model.load_device)]["kernels"][choice]
     assert line["kernel"] is None and line["why"]
 
 
-@pytest.mark.parametrize("bad, message", [(0, "at least 1"), (-5, "at least 1")])
-def test_bad_thresholds_are_refused_clearly(session, bad, message):
-    with pytest.raises(ValueError, match=message):
-        scoped_model(tiny_flux(), min_seq_len=bad)
+@pytest.mark.parametrize("name, bad", [("min_seq_len", -1), ("min_seq_len", 1.5), ("min_seq_len", "12288"),
+                                       ("first_blocks", -2), ("start_percent", 1.5), ("end_percent", -0.1)])
+def test_bad_inputs_are_refused_clearly(session, name, bad):
+    with pytest.raises(ValueError, match=f"{name} must be a (whole )?number from"):
+        scoped_model(tiny_flux(), **{name: bad})
 
 
 def test_a_model_that_is_not_a_diffusion_model_is_refused_clearly(session):
@@ -72,16 +73,16 @@ def test_a_model_that_is_not_a_diffusion_model_is_refused_clearly(session):
 
 
 def test_status_node_reports_counts_and_resets(session):
-    assert "No scoped model has sampled yet" in render(session.snapshot())
+    assert "No scoped model has sampled yet" in render(payload(session))
     model = tiny_flux()
     with registered(session, make_kernel("double", RecordingKernel())):
         sample(scoped_model(model, kernel="double", min_seq_len=1), flux_conditioning())
         sample(scoped_model(model, kernel="double", min_seq_len=10_000), flux_conditioning())
     out = SageAttentionStatus.execute(after=None, reset_counters=True)
     text = out.result[0]
-    assert f"{DEVICE}: double" in text and f"check {DEVICE} float32 d32 double: passed" in text
+    assert f"{DEVICE}: double" in text and f"check {DEVICE} float32 d32 short keys double: passed" in text
     assert "session: 2 SageAttention, 2 SDPA" in text and Reason.TOO_SHORT.label in text
-    payload = out.ui["sage_attention_status"][0]
-    assert payload["devices"][DEVICE]["session"]["sage"] == 2
-    assert session.snapshot()["devices"][DEVICE]["session"]["sage"] == 0  # reset after showing
+    shown = out.ui["sage_attention_status"][0]
+    assert shown["devices"][DEVICE]["session"]["sage"] == 2
+    assert payload(session)["devices"][DEVICE]["session"]["sage"] == 0  # reset after showing
     assert SageAttentionStatus.fingerprint_inputs() != SageAttentionStatus.fingerprint_inputs()  # NaN: never cached

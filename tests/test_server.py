@@ -15,7 +15,8 @@ def test_object_info_lists_the_nodes_with_their_inputs(session, server):
     info = server.get("/object_info")
     scope, status = info["SageAttentionScope"], info["SageAttentionStatus"]
     assert list(scope["input"]["required"]) == ["model", "enabled", "kernel", "min_seq_len", "first_call_check",
-                                                "smooth_k", "routing"]
+                                                "smooth_k", "routing", "start_percent", "end_percent", "first_blocks",
+                                                "last_blocks"]
     assert scope["output"] == ["MODEL"] and scope["category"] == "model_patches/attention"
     assert scope["display_name"] == "Sage Attention Scope"
     assert status["output_node"] is True and status["output"] == ["STRING"]

@@ -5,6 +5,7 @@ import torch
 
 import comfy.supported_models
 
+from sage_attention_scope.nodes.status import payload
 from sage_attention_scope.nodes.status import render
 from sage_attention_scope.patches import Reason, Settings, apply_scope, trials
 from sas_harness.doubles import RecordingKernel, make_kernel, noisy, reference_attention, registered
@@ -77,9 +78,9 @@ def test_a_failing_check_on_one_device_retires_only_that_device(session):
                 assert gen["sage"] == FLUX_CALLS
             else:
                 assert gen["sage"] == 0 and gen["sdpa"] == {Reason.CHECK_FAILED.value: FLUX_CALLS}
-    state = session.snapshot()["devices"]
+    state = payload(session)["devices"]
     [ok], [failed] = state["cuda:0"]["checks"], state["cuda:1"]["checks"]
     assert ok["passed"] and not failed["passed"]
-    text = render(session.snapshot())
+    text = render(payload(session))
     assert "cuda:0" in text and "cuda:1" in text and "FAILED" in text
     record(test="two_gpus_check_failure_on_cuda1", cuda0_check=ok, cuda1_check=failed)

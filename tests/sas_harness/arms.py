@@ -74,7 +74,7 @@ def in_scope(patched, fn):
 def counts(pack) -> dict:
     """The last generation's counters per device, as the Status node reports them."""
     session = getattr(pack.nodes, "SESSION", None)
-    snap = session.snapshot() if session is not None else pack.patches.snapshot()
+    snap = pack.nodes.status.payload(session) if session is not None else pack.patches.snapshot()
     return {device: info["last_generation"] for device, info in snap["devices"].items()}
 
 

@@ -10,6 +10,7 @@ from typing import Callable
 import torch
 import triton.compiler.errors
 
+from sage_attention_scope.nodes.status import payload
 from sage_attention_scope.patches import Fault, Reason, Session, Settings, apply_scope, families
 from sage_attention_scope.patches.reasons import TRITON_RETIRE_AFTER
 from .doubles import RecordingKernel, make_kernel, nan_after_first_call, non_finite, raising, registered, \
@@ -112,7 +113,7 @@ def run(case: Case, fault: FaultKind, model, reference: torch.Tensor) -> Outcome
             out = sample_case(scoped, case, steps=STEPS)
         completed = True
         within = bool(torch.allclose(out, reference, **TOLERANCE)) and bool(torch.isfinite(out).all())
-        counters = _counters(session.snapshot()["devices"][str(model.load_device)]["last_generation"])
+        counters = _counters(payload(session)["devices"][str(model.load_device)]["last_generation"])
     finally:
         logger.removeHandler(handler)
     return Outcome(case.family, fault.name, completed, within, counters, expected, handler.messages)

@@ -5,6 +5,7 @@ import torch
 
 import comfy.ldm.modules.attention as comfy_attention
 
+from sage_attention_scope.nodes.status import payload
 from sage_attention_scope.patches import router_of, scope
 from .models import DEVICE
 
@@ -28,11 +29,11 @@ def in_scope(model_patcher, fn):
 
 def last_generation(session, device=DEVICE) -> dict:
     """The last generation's counters on ``device``, from the public snapshot."""
-    return session.snapshot()["devices"][device]["last_generation"]
+    return payload(session)["devices"][device]["last_generation"]
 
 
 def totals(session, device=DEVICE) -> dict:
-    return session.snapshot()["devices"][device]["session"]
+    return payload(session)["devices"][device]["session"]
 
 
 def hnd(b=1, h=2, n=32, d=64, dtype=torch.float32, device="cpu", seed=0):
