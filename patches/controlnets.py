@@ -1,25 +1,18 @@
-"""ControlNets inside the scope.
-
-ComfyUI runs a ControlNet's model inside the sampling loop (``calc_cond_batch`` ->
-``ControlNet.get_control``) but calls its blocks without ``transformer_options``, so the override
-never sees them. For families that want them, the scope adds a forward pre-hook (the public
-``nn.Module`` hook API, removed when the scope closes) to each ControlNet submodule whose
-``forward`` takes ``transformer_options``: where the caller gave none, the hook passes one that
-holds only the scope's override. A caller that passes its own is left alone.
-"""
+"""ControlNets inside the scope. ComfyUI runs a ControlNet in the sampling loop but calls its blocks
+without ``transformer_options``, so the override never sees them. For families that want them the
+scope hooks (forward pre-hooks, removed when the scope closes) each ControlNet submodule whose
+``forward`` takes ``transformer_options``: where the caller gave none, the hook passes one holding
+only the scope's override. A caller that passes its own is left alone."""
 from __future__ import annotations
 
 import inspect
-from typing import Iterable, Optional
+from typing import Iterable
 
 import torch
 
-OPTIONS = "transformer_options"
-
 
 def control_models(conds: Iterable) -> list[torch.nn.Module]:
-    """The ControlNet models attached to ``calc_cond_batch``'s conds (lists of cond dicts),
-    following each ControlNet's chain of previous ones."""
+    """The ControlNet models attached to ``calc_cond_batch``'s conds, each chain of previous ones too."""
     found: dict[int, torch.nn.Module] = {}
     for cond in (c for conds_list in conds for c in conds_list or () if isinstance(c, dict)):
         control = cond.get("control")
@@ -30,27 +23,21 @@ def control_models(conds: Iterable) -> list[torch.nn.Module]:
     return list(found.values())
 
 
-def _options_position(forward) -> Optional[int]:
-    """Where ``transformer_options`` stands among ``forward``'s parameters (self excluded), or None."""
-    try:
-        params = [p for p in inspect.signature(forward).parameters.values() if p.name != "self"]
-    except (TypeError, ValueError):
-        return None
-    return next((i for i, p in enumerate(params) if p.name == OPTIONS and p.kind != p.VAR_KEYWORD), None)
-
-
 def hand_override(module: torch.nn.Module, options: dict) -> list:
     """Hooks every submodule of ``module`` whose forward takes ``transformer_options``; the handles."""
     handles, positions = [], {}
     for sub in module.modules():
         forward = type(sub).forward
-        position = positions[forward] if forward in positions else positions.setdefault(forward, _options_position(forward))
-        if position is None:
+        if forward not in positions:  # where transformer_options stands among its parameters, if anywhere
+            params = [p for p in inspect.signature(forward).parameters.values() if p.name != "self"]
+            positions[forward] = next((i for i, p in enumerate(params) if p.name == "transformer_options"
+                                       and p.kind != p.VAR_KEYWORD), None)
+        if positions[forward] is None:
             continue
 
-        def inject(_module, args, kwargs, position=position):
-            if OPTIONS in kwargs or len(args) > position:
+        def inject(_module, args, kwargs, position=positions[forward]):
+            if "transformer_options" in kwargs or len(args) > position:
                 return None
-            return args, {**kwargs, OPTIONS: options}
+            return args, {**kwargs, "transformer_options": options}
         handles.append(sub.register_forward_pre_hook(inject, with_kwargs=True))
     return handles

@@ -1,11 +1,11 @@
-"""The one decision: may this call run on the kernel, and if not, why not.
-
-Pure: it reads the call's facts, the backend's declaration, the settings and what the run knows
-(``State``) and writes nothing. The eager override and the compiled path's op both ask it.
-"""
+"""The one decision, pure: may this call run on the kernel, and if not, why not. It reads the call's
+facts, the backend's declaration, the settings and what the run knows (``State``), and writes
+nothing. The eager override and the compiled path's op both ask it."""
 from __future__ import annotations
 
 from typing import Optional, Protocol
+
+import torch
 
 from .backends import Backend
 from .call import Call, MaskKind
@@ -14,17 +14,18 @@ from .settings import ROUTING_MEASURED, Settings
 from .trials import BucketKey, CheckKey, CheckResult, Decision, bucket
 
 
-class State(Protocol):
-    retired: dict[str, str]                  # device -> why it was retired (the session)
-    checks: dict[CheckKey, CheckResult]      # (the session)
-    decisions: dict[BucketKey, Decision]     # measured routing (the session)
+class State(Protocol):  # what a generation knows: the session's record, and its own
+    retired: dict[str, str]                  # device -> why it was retired
+    checks: dict[CheckKey, CheckResult]
+    decisions: dict[BucketKey, Decision]     # measured routing
     oom: set[str]                            # devices out of memory in this generation
     in_steps: bool                           # this step lies inside the step window
 
 
+SHORT_KEYS = 512  # accuracy depends on the key length too (1.0.6: wrong at 77 keys, right at 4k)
+
+
 def check_key(call: Call, backend: Backend) -> CheckKey:
-    """Accuracy depends on the key length too (1.0.6 is wrong at 77 keys, right at 4k): short keys
-    are checked apart from long ones."""
     return CheckKey(str(call.device), str(call.q.dtype)[6:], call.head_dim, backend.name,
                     "short" if call.kv_len < SHORT_KEYS else "long")
 
@@ -32,15 +33,6 @@ def check_key(call: Call, backend: Backend) -> CheckKey:
 def bucket_key(call: Call, backend: Backend) -> BucketKey:
     return BucketKey(str(call.device), backend.name, str(call.q.dtype)[6:], call.head_dim, bucket(call.q_len),
                      bucket(call.kv_len))
-
-
-SHORT_KEYS = 512
-
-
-def edge_blocks(settings: Settings, backend: Backend) -> tuple[int, int]:
-    """Blocks kept on SDPA at the start and the end of each block type."""
-    first, last = settings.first_blocks, settings.last_blocks
-    return (backend.edge_blocks[0] if first < 0 else first, backend.edge_blocks[1] if last < 0 else last)
 
 
 def decide(call: Call, backend: Optional[Backend], settings: Settings, state: State) -> Optional[Reason]:
@@ -66,8 +58,9 @@ def decide(call: Call, backend: Optional[Backend], settings: Settings, state: St
         return Reason.SCALE
     if not state.in_steps:
         return Reason.OUTSIDE_STEPS
-    if call.block is not None:
-        first, last = edge_blocks(settings, backend)
+    if call.block is not None:  # blocks kept at each end of the block type: the user's, else the kernel's
+        first, last = (own if own >= 0 else default for own, default in
+                       zip((settings.first_blocks, settings.last_blocks), backend.edge_blocks))
         if call.block[1] < first or call.block[1] >= call.block[2] - last:
             return Reason.OUTSIDE_BLOCKS
     device = str(call.device)
@@ -78,7 +71,8 @@ def decide(call: Call, backend: Optional[Backend], settings: Settings, state: St
     check = state.checks.get(check_key(call, backend))
     if check is not None and not check.passed:
         return Reason.CHECK_FAILED
-    if call.mask is not None and call.mask_kind is MaskKind.MASKS and not (backend.masks and call.sdpa_style_mask):
+    if call.mask is not None and call.mask_kind is MaskKind.MASKS and not (
+            backend.masks and (call.mask.dtype == torch.bool or call.mask.is_floating_point())):  # as SDPA takes them
         return Reason.MASK
     if settings.routing == ROUTING_MEASURED:
         measured = state.decisions.get(bucket_key(call, backend))

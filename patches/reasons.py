@@ -48,11 +48,19 @@ class Fault(str, enum.Enum):
 
 
 TRITON_RETIRE_AFTER = 3
+
+
+class WrongShape(ValueError):
+    """A kernel returned something other than the attention output."""
+
+
 _OOM_TYPES = tuple(t for t in (getattr(torch, "OutOfMemoryError", None),
                                getattr(torch.cuda, "OutOfMemoryError", None)) if t is not None)
 
 
 def classify(exc: BaseException) -> Fault:
+    if isinstance(exc, WrongShape):
+        return Fault.WRONG_SHAPE
     if isinstance(exc, _OOM_TYPES) or (isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()):
         return Fault.OOM
     # Triton raises its own classes; a broken or unwritable cache is an OSError naming its path.

@@ -29,10 +29,6 @@ log = logging.getLogger(__name__)
 _tracing = getattr(torch.compiler, "is_dynamo_compiling", torch.compiler.is_compiling)
 
 
-class WrongShape(Exception):
-    pass
-
-
 class Router:
     """One per scoped model; shared, not copied, when ComfyUI deep-copies model options."""
 
@@ -43,9 +39,6 @@ class Router:
 
     def __deepcopy__(self, memo):
         return self
-
-    def __repr__(self):
-        return f"Router({self.settings}, family={getattr(self.family, 'name', None)!r})"
 
     @property
     def generation(self) -> Optional[Generation]:
@@ -92,9 +85,6 @@ class Router:
         key = check_key(call, bound.backend)
         try:
             out, layout = bound(call, settings)
-            if not isinstance(out, torch.Tensor) or tuple(out.shape) != call.kernel_shape(layout):
-                raise WrongShape(f"{bound.name} returned {getattr(out, 'shape', type(out).__name__)}, "
-                                 f"expected {call.kernel_shape(layout)}")
         except Exception as exc:  # noqa: BLE001 - a kernel failure must never lose a generation
             return self.fault(exc, bound, device, generation, func, args, kwargs)
         result = call.output(out, layout)
@@ -131,7 +121,7 @@ class Router:
 
     def fault(self, exc: BaseException, bound, device: str, generation: Generation, func, args, kwargs):
         """Counts and says a kernel failure; the call runs on SDPA."""
-        kind = Fault.WRONG_SHAPE if isinstance(exc, WrongShape) else classify(exc)
+        kind = classify(exc)
         generation.counts[device].update((kind, Reason.KERNEL_FAULT))
         what, session = describe(exc), self.session
         if kind is Fault.OOM:

@@ -1,10 +1,7 @@
-"""Putting the scope on a model: a patched clone, never the caller's model.
-
-The clone gets the router at ``transformer_options[OVERRIDE_KEY]`` and ModelPatcher wrappers that
-bound the scope: OUTER_SAMPLE opens it for one sampling run (a generation), DIFFUSION_MODEL for a
-forward made outside a sampler, and CALC_COND_BATCH runs each step, ControlNets included, under
-the non-finite guard.
-"""
+"""Putting the scope on a model: a patched clone with the router at
+``transformer_options[OVERRIDE_KEY]`` and ModelPatcher wrappers that bound the scope. OUTER_SAMPLE
+opens it for one sampling run (a generation), DIFFUSION_MODEL for a forward made outside a sampler,
+and CALC_COND_BATCH runs each model evaluation under the step window and the non-finite guard."""
 from __future__ import annotations
 
 import collections
@@ -20,15 +17,12 @@ from .session import Generation, Session
 from .settings import Settings
 
 log = logging.getLogger(__name__)
-
-OVERRIDE_KEY = "optimized_attention_override"
-WRAPPER_KEY = "sage_attention_scope"
+OVERRIDE_KEY, WRAPPER_KEY = "optimized_attention_override", "sage_attention_scope"
 
 
 def scope_for_family(model_patcher, settings: Settings, session: Session):
-    """The scoped clone of a model the scope serves, or ``model_patcher`` itself, unchanged: for a
-    model of no supported family, or (scope enabled) one whose device has no kernel. Says which
-    once in the log and in the status. Returns (model, Recognition)."""
+    """(the scoped clone, Recognition) for a model the scope serves; ``model_patcher`` itself for a
+    model of no supported family or (scope enabled) on a device without a kernel, said once."""
     found = families.recognise(model_patcher)
     why_not = None if found.opens else found.message
     if why_not is None and settings.enabled:
@@ -47,9 +41,9 @@ def scope_for_family(model_patcher, settings: Settings, session: Session):
 
 
 def apply_scope(model_patcher, settings: Settings, session: Session, family=None):
-    """A clone of ``model_patcher`` whose sampling runs inside the scope. An override that was there
-    already keeps serving every call the router declines; an earlier Scope's router is replaced."""
-    import comfy.patcher_extension as ext  # ComfyUI's own; imported late so the pack loads anywhere
+    """A scoped clone of ``model_patcher``. An override that was there already serves every call the
+    router declines; an earlier Scope's router is replaced."""
+    import comfy.patcher_extension as ext  # imported late so that the pack loads anywhere
 
     patched = model_patcher.clone()
     options = patched.model_options.setdefault("transformer_options", {})
@@ -73,7 +67,7 @@ def router_of(model_patcher) -> Router | None:
 
 
 def outer_sample(router: Router, executor, *args, **kwargs):
-    """Around a whole sampling run: one generation."""
+    """One generation."""
     generation = router.local.generation = Generation(router.session, getattr(router.family, "name", ""))
     try:
         return executor(*args, **kwargs)
@@ -81,9 +75,8 @@ def outer_sample(router: Router, executor, *args, **kwargs):
         router.local.generation = None
         # Kernel outputs no step boundary read (a forward outside a sampler): too late to re-run.
         _switch_off(router.session, generation, generation.take_bad_keys(), "the result was already used")
-        for handles in generation.hooks.values():
-            for handle in handles:
-                handle.remove()
+        for handle in (h for handles in generation.hooks.values() for h in handles):
+            handle.remove()
         router.session.end_generation(generation)
         if generation.measuring_ms:
             wall = router.session.last_ms[0]
@@ -92,19 +85,19 @@ def outer_sample(router: Router, executor, *args, **kwargs):
 
 
 def forward(router: Router, executor, *args, **kwargs):
-    """Around one diffusion-model forward; a forward outside a sampler is a generation of its own."""
+    """One diffusion-model forward; made outside a sampler, it is a generation of its own."""
     if router.generation is not None:
         return executor(*args, **kwargs)
     return outer_sample(router, lambda *a, **k: guarded(router, lambda: executor(*a, **k)), *args, **kwargs)
 
 
 def one_step(router: Router, executor, model, conds, x_in, timestep, *args, **kwargs):
-    """Once per model evaluation of a step: whether its sigma lies in the step window, the override
-    for ControlNets that run in it, and the guard."""
+    """One model evaluation in a step: whether its sigma lies in the step window (ComfyUI's percent
+    convention, as ControlNets use it), the override for ControlNets in it, and the guard."""
     generation, settings = router.generation, router.settings
     if generation is None:
         return executor(model, conds, x_in, timestep, *args, **kwargs)
-    if (settings.start_percent, settings.end_percent) != (0.0, 1.0):  # ComfyUI's convention, as ControlNets use it
+    if (settings.start_percent, settings.end_percent) != (0.0, 1.0):
         start, end = (model.model_sampling.percent_to_sigma(p) for p in (settings.start_percent, settings.end_percent))
         generation.in_steps = end <= float(timestep[0]) <= start
     if getattr(router.family, "scope_controlnets", False):

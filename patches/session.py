@@ -1,15 +1,12 @@
-"""All mutable state of the pack, in one object that lives as long as the ComfyUI process.
-
-The pack makes one at load (nodes/__init__.py) and hands it to every router; a test makes its
-own. What it learns about this machine (kernel choices, first-call checks, routing decisions,
-retired devices) stays for the session; counters and per-run records are what a reset clears.
-"""
+"""All mutable state of the pack, in one object that lives as long as the ComfyUI process. The pack
+makes one at load (nodes/__init__.py) and hands it to every router; a test makes its own. What it
+learns about the machine stays for the session; a reset clears the counters and per-run records."""
 from __future__ import annotations
 
 import collections
 import threading
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import torch
 
@@ -27,11 +24,11 @@ class Generation:
         self.session, self.label = session, label
         self.retired, self.checks, self.decisions = session.retired, session.checks, session.decisions
         self.counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-        self.oom: set[str] = set()                    # devices that ran out of memory in this run
-        self.in_steps = True                          # the current step lies inside the step window
-        self.started, self.measuring_ms = time.perf_counter(), 0.0
+        self.oom: set[str] = set()         # devices that ran out of memory in this run
+        self.in_steps = True               # the current step lies inside the step window
         self.flags: list[tuple[trials.CheckKey, torch.Tensor]] = []  # kernel outputs' finite flags
-        self.hooks: dict[int, list] = {}              # ControlNet model id -> its hook handles
+        self.hooks: dict[int, list] = {}   # ControlNet model id -> its hook handles
+        self.started, self.measuring_ms = time.perf_counter(), 0.0
 
     def take_bad_keys(self) -> set[trials.CheckKey]:
         """Keys with a NaN or inf in a kernel output since the last call: one sync per device."""
@@ -45,12 +42,9 @@ class Generation:
 
 class Session:
     def __init__(self, *, store: Any = _DEFAULT, clock: trials.Clock = trials.event_clock,
-                 modules: Callable[[str], Any] = backends.import_module,
-                 versions: Callable[[str], Optional[str]] = backends.distribution_version,
-                 capability: Callable[[torch.device], tuple[int, int]] = torch.cuda.get_device_capability):
+                 finder: backends.Finder = backends.Finder()):
         self.lock = threading.RLock()
-        self.clock, self._store = clock, store
-        self.finder = backends.Finder(modules, versions, capability)
+        self.clock, self.finder, self._store = clock, finder, store
         self.extra_backends: dict[str, backends.Backend] = {}  # test doubles, benchmark probes
         self.resolutions: dict[tuple[str, str], backends.Resolution] = {}
         self.checks: dict[trials.CheckKey, trials.CheckResult] = {}
@@ -65,24 +59,21 @@ class Session:
         with self.lock:
             self.totals: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
             self.last: dict[str, collections.Counter] = {}
-            self.last_ms: tuple[float, float] = (0.0, 0.0)  # the last generation's wall time, and measuring's share
+            self.last_ms = (0.0, 0.0)  # the last generation's wall time, and the part spent timing kernels
             self.generations = 0
             self.models: dict[str, bool] = {}
             self.kernel_lines: dict[str, dict[str, dict]] = {}
 
-    # -- kernels ----------------------------------------------------------------------------
-
     def backend(self, name: str) -> Optional[backends.Backend]:
         return self.extra_backends.get(name) or backends.REGISTRY.get(name)
 
-    def add_backend(self, backend: backends.Backend) -> None:
+    def add_backend(self, backend: Optional[backends.Backend], name: str = "") -> None:
+        """Adds ``backend`` (None: takes back ``name``); what was resolved before is forgotten."""
         with self.lock:
-            self.extra_backends[backend.name] = backend
-            self.resolutions.clear()
-
-    def remove_backend(self, name: str) -> None:
-        with self.lock:
-            self.extra_backends.pop(name, None)
+            if backend is None:
+                self.extra_backends.pop(name, None)
+            else:
+                self.extra_backends[backend.name] = backend
             self.resolutions.clear()
 
     def names(self) -> list[str]:
@@ -105,8 +96,6 @@ class Session:
             self.kernel_lines.setdefault(device, {})[choice] = {
                 "kernel": bound and bound.name, "why": resolution.why, "version": bound and bound.version}
 
-    # -- what it learns -----------------------------------------------------------------------
-
     def measure(self, key: trials.BucketKey, run_sage, run_sdpa, device: torch.device, version: str):
         """The bucket's decision: the one earlier sessions agreed on, else timed now. A kernel that
         raises while timed loses the bucket, and the error propagates to be counted."""
@@ -126,7 +115,7 @@ class Session:
         return decision
 
     def note_fault(self, device: str, fault: Optional[Fault]) -> bool:
-        """Counts Triton faults in a row (anything else ends the run); True when one retires the device."""
+        """Counts Triton faults in a row (anything else ends the row); True when one retires the device."""
         with self.lock:
             self.triton_streak[device] = self.triton_streak[device] + 1 if fault is Fault.TRITON else 0
             if device not in self.retired and self.triton_streak[device] >= TRITON_RETIRE_AFTER:
@@ -140,8 +129,6 @@ class Session:
             new = key not in self.logged
             self.logged.add(key)
             return new
-
-    # -- counters and the status ---------------------------------------------------------------
 
     def count_outside(self, device: str) -> None:
         with self.lock:

@@ -1,14 +1,8 @@
-"""A kernel tried against SDPA on real calls: the first-call check, and the timing of measured routing.
-
-Check: the first eligible call of a ``CheckKey`` also runs SDPA, and the kernel keeps the key only
-if the two agree. From the H200 figures (docs/sage-attention.md): SageAttention 2 lands at
-relative L2 <= 0.042, cosine >= 0.999; sageattention 1.0.6 at 77 keys at relative L2 0.28 with
-cosine 0.999 (cosine alone cannot catch it). 0.10 sits between the two.
-
-Timing: per shape bucket, the two arms in interleaved rounds and each arm's median round, so one
-transient cannot lock a bucket to the wrong side; the kernel must win by ``TIE_MARGIN`` (a near
-tie goes to SDPA, the exact kernel).
-"""
+"""A kernel tried against SDPA on real calls. The first-call check: thresholds from the H200, where
+SageAttention 2 lands at relative L2 <= 0.042 (cosine >= 0.999) and sageattention 1.0.6 at 77 keys
+at 0.28 with cosine 0.999 (cosine alone cannot tell). The timing of measured routing: the arms in
+interleaved rounds, each arm's median round, so one transient cannot lock a bucket to the wrong
+side; the kernel must win by ``TIE_MARGIN`` (a near tie goes to SDPA, the exact kernel)."""
 from __future__ import annotations
 
 import dataclasses
@@ -19,6 +13,7 @@ import torch
 
 MIN_COSINE, MAX_REL_L2 = 0.99, 0.10
 WARMUP, REPEATS, ROUNDS, TIE_MARGIN = 1, 3, 3, 0.03
+Clock = Callable[[str, Callable[[], object], torch.device], float]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,7 +22,7 @@ class CheckKey:
     dtype: str
     head_dim: int
     kernel: str
-    keys: str = "long"  # "short" or "long": key-length class (decide.SHORT_KEYS)
+    keys: str = "long"  # key-length class, "short" or "long" (decide.SHORT_KEYS)
 
     def label(self) -> str:
         return f"{self.device} {self.dtype} d{self.head_dim} {self.keys} keys {self.kernel}"
@@ -71,11 +66,11 @@ class BucketKey:
     kernel: str
     dtype: str
     head_dim: int
-    q_bucket: int  # query and key lengths, each rounded up to a power of two
+    q_bucket: int  # the query and key lengths, rounded up to powers of two
     kv_bucket: int
 
     def label(self) -> str:
-        return f"{self.device} {_tokens(self.q_bucket)}x{_tokens(self.kv_bucket)} tokens, {self.dtype} d{self.head_dim}"
+        return f"{self.device} {self.q_bucket}x{self.kv_bucket} tokens, {self.dtype} d{self.head_dim}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,7 +78,7 @@ class Decision:
     key: BucketKey
     sage_ms: Optional[float]  # None: the kernel failed while timed
     sdpa_ms: float
-    saved: bool = False       # from the store: measured and agreed on by earlier sessions
+    saved: bool = False       # from the store: agreed on by earlier sessions
 
     @property
     def use_sage(self) -> bool:
@@ -91,21 +86,17 @@ class Decision:
 
     def describe(self) -> str:
         sage = "failed" if self.sage_ms is None else f"{self.sage_ms:.3f} ms"
-        return (f"{self.key.label()}: Sage {sage} vs SDPA {self.sdpa_ms:.3f} ms -> "
-                f"{'Sage' if self.use_sage else 'SDPA'}" + (" (saved)" if self.saved else ""))
+        return (f"{self.key.label()}: Sage {sage} vs SDPA {self.sdpa_ms:.3f} ms -> {'Sage' if self.use_sage else 'SDPA'}"
+                + (" (saved)" if self.saved else ""))
 
 
 def bucket(length: int) -> int:
     return 1 << max(0, int(length) - 1).bit_length()
 
 
-Clock = Callable[[str, Callable[[], object], torch.device], float]
-
-
 def event_clock(arm: str, fn: Callable[[], object], device: torch.device, warmup=WARMUP, repeats=REPEATS) -> float:
-    """Median ms of ``repeats`` calls after ``warmup``, back to back with one synchronise as in a
-    model (the host's overhead shows only where it starves the GPU): CUDA events on a GPU, else the
-    wall clock."""
+    """Median ms of ``repeats`` calls after ``warmup``, back to back as in a model (the host's cost
+    shows only where it starves the GPU): CUDA events on a GPU, else the wall clock."""
     for _ in range(warmup):
         fn()
     if device.type != "cuda":
@@ -113,29 +104,21 @@ def event_clock(arm: str, fn: Callable[[], object], device: torch.device, warmup
         for _ in range(repeats):
             fn()
             marks.append(time.perf_counter())
-        return _median([(b - a) * 1e3 for a, b in zip(marks, marks[1:])])
+        return sorted((b - a) * 1e3 for a, b in zip(marks, marks[1:]))[repeats // 2]
     with torch.cuda.device(device):
-        events = [torch.cuda.Event(enable_timing=True) for _ in range(repeats + 1)]
-        events[0].record()
-        for event in events[1:]:
+        marks = [torch.cuda.Event(enable_timing=True) for _ in range(repeats + 1)]
+        marks[0].record()
+        for mark in marks[1:]:
             fn()
-            event.record()
-        events[-1].synchronize()
-        return _median([a.elapsed_time(b) for a, b in zip(events, events[1:])])
+            mark.record()
+        marks[-1].synchronize()
+        return sorted(a.elapsed_time(b) for a, b in zip(marks, marks[1:]))[repeats // 2]
 
 
 def time_both(clock: Clock, run_sage, run_sdpa, device: torch.device) -> tuple[float, float]:
     """(kernel ms, SDPA ms), each the median of ``ROUNDS`` interleaved rounds."""
-    sdpa, sage = [], []
+    times = {"sage": [], "sdpa": []}
     for _ in range(ROUNDS):
-        sdpa.append(clock("sdpa", run_sdpa, device))
-        sage.append(clock("sage", run_sage, device))
-    return _median(sage), _median(sdpa)
-
-
-def _median(values: list[float]) -> float:
-    return sorted(values)[len(values) // 2]
-
-
-def _tokens(n: int) -> str:
-    return f"{n // 1024}k" if n >= 1024 and n % 1024 == 0 else str(n)
+        for arm, run in (("sdpa", run_sdpa), ("sage", run_sage)):
+            times[arm].append(clock(arm, run, device))
+    return tuple(sorted(times[arm])[ROUNDS // 2] for arm in ("sage", "sdpa"))

@@ -23,13 +23,14 @@ def on_cpu(name: str) -> backends.Backend:
     return dataclasses.replace(backends.REGISTRY[name], devices=frozenset({"cpu"}))
 
 
-def session_with(modules: dict, capability=(9, 0), versions=None, **kwargs) -> Session:
+def session_with(modules: dict, capability=(9, 0), versions=backends.distribution_version) -> Session:
+    """A session whose libraries are ``modules`` (others not installed) on a GPU of ``capability``."""
     def module(name):
         if name not in modules:
             raise ImportError(f"No module named {name!r}")
         return modules[name]
-    return Session(store=None, clock=doubles.FakeClock(), modules=module, capability=lambda device: capability,
-                   **({"versions": versions} if versions else {}), **kwargs)
+    return Session(store=None, clock=doubles.FakeClock(),
+                   finder=backends.Finder(module, versions, capability=lambda device: capability))
 
 
 def routed(session, settings, calls):
@@ -181,7 +182,7 @@ def test_a_sageattention_2_whose_metadata_says_1_0_6_is_driven_as_2(session):
 def test_the_installed_sageattention_1_is_found_and_named():
     """The real PyPI sageattention 1.0.6 of the test environment: its sageattn declares what the
     adapter passes; SageAttention 2's functions are not there."""
-    session = Session(store=None, capability=lambda device: (9, 0))
+    session = Session(store=None, finder=backends.Finder(capability=lambda device: (9, 0)))
     resolution = session.resolve("auto", CUDA)
     if resolution.bound is None:
         pytest.skip(f"sageattention 1.x is not importable here: {resolution.why}")

@@ -4,7 +4,8 @@
 takes (B, H, N, D) in fp16/bf16, ignores ``attn_mask``, always scales by D ** -0.5, dispatches
 head sizes 64 and 128 only (others are not refused, so they are gated here) and subtracts k's
 mean from k in place: the adapter hands it a smoothed copy. FP4 changes images more than INT8
-or FP8 do, so ``auto`` never picks it: it runs only where the user chooses it.
+or FP8 do, so ``auto`` never picks it, and, as ComfyUI core's SageAttention 3 node, it leaves the
+first and last block of each type to SDPA unless the user says otherwise.
 """
 from . import Backend, register
 

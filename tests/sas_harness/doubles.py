@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from sage_attention_scope.patches import backends
-from sage_attention_scope.patches.backends import sage1, sage2
+from sage_attention_scope.patches.backends import sage1
 
 ALL_DTYPES = frozenset({torch.float32, torch.float16, torch.bfloat16})
 ANY_HEAD_DIM = frozenset(range(1, 513))
@@ -46,10 +46,10 @@ class RecordingKernel:
 def make_kernel(name: str, function, *, devices=("cpu", "cuda"), dtypes=ALL_DTYPES, head_dims=ANY_HEAD_DIM,
                 smooth_k_in_place=False, **declared) -> backends.Backend:
     """A backend whose function is ``function`` (SageAttention's signature), called as SageAttention
-    1 is (``smooth_k_in_place``: it smooths a copy itself) or 2 is."""
+    1 is (``smooth_k_in_place``: it smooths a copy itself) or as 2's Triton kernel is (no fixed arguments)."""
     return backends.Backend(
         name=name, label=f"{name} (test double)", library="test double", module="", function=name,
-        params=SA_PARAMS, run=sage1.run if smooth_k_in_place else sage2._run({}), head_dims=frozenset(head_dims),
+        params=SA_PARAMS, run=sage1.run if smooth_k_in_place else backends.REGISTRY["sage2_fp16_triton"].run, head_dims=frozenset(head_dims),
         dtypes=frozenset(dtypes), devices=frozenset(devices), fn=function, **declared)
 
 
@@ -59,7 +59,7 @@ def registered(session, backend: backends.Backend):
     try:
         yield backend
     finally:
-        session.remove_backend(backend.name)
+        session.add_backend(None, backend.name)
 
 
 def raising(exc_factory):
