@@ -8,7 +8,7 @@ import dataclasses
 from typing import Any, Optional
 
 from ..patches import Fault, Reason, Session, backends, trials
-from ..patches.reasons import MASK_DROPPED, SAGE
+from ..patches.reasons import MASK_DROPPED, NO_BLOCK_POSITIONS, SAGE
 from . import session
 
 UI_KEY = "sage_attention_status"
@@ -21,7 +21,7 @@ def payload(state: Session) -> dict[str, Any]:
     with state.lock:
         devices = sorted({*state.totals, *state.retired, *state.kernel_lines, *(k.device for k in state.checks),
                           *(k.device for k in state.decisions)})
-        return {"generations": state.generations,
+        return {"generations": state.generations, "last_ms": {"sampling": state.last_ms[0], "timing": state.last_ms[1]},
                 "libraries": {b.module: state.finder.versions(b.module) for b in backends.REGISTRY.values()},
                 "models": [{"model": m, "scoped": s} for m, s in state.models.items()],
                 "thresholds": {"min_cosine": trials.MIN_COSINE, "max_rel_l2": trials.MAX_REL_L2},
@@ -46,7 +46,7 @@ def counters(counts: Optional[collections.Counter]) -> dict[str, Any]:
     sdpa = dict(sorted((r.value, n) for r, n in counts.items() if isinstance(r, Reason) and n))
     return {"sage": counts[SAGE], "sdpa": sdpa, "sdpa_total": sum(sdpa.values()),
             "faults": dict(sorted((f.value, n) for f, n in counts.items() if isinstance(f, Fault) and n)),
-            "masks_dropped": counts[MASK_DROPPED]}
+            "masks_dropped": counts[MASK_DROPPED], "no_block_positions": counts[NO_BLOCK_POSITIONS]}
 
 
 def render(snap: dict) -> str:
@@ -68,15 +68,23 @@ def render(snap: dict) -> str:
             lines.append(f"  check {check['key']}: {verdict} (cosine {check['cosine']:.5f}, "
                          f"rel L2 {check['rel_l2']:.4f})")
         for measured in info.get("routing", []):
-            lines.append(f"  routing {measured['text']}")
+            lines.append(f"  routing {measured['text']}: {measured['calls_last']} calls in the last generation, "
+                         f"{measured['calls_session']} this session")
         for title, counts in (("last generation", info["last_generation"]), ("session", info["session"])):
             lines.append(f"  {title}: {counts['sage']} SageAttention, {counts['sdpa_total']} SDPA")
             for reason, n in counts["sdpa"].items():
                 lines.append(f"    SDPA {n}: {Reason(reason).label}")
             if counts["masks_dropped"]:
                 lines.append(f"    no-op masks dropped: {counts['masks_dropped']}")
+            if counts["no_block_positions"]:
+                lines.append(f"    block window not applied to {counts['no_block_positions']} calls: this model "
+                             f"does not say which block calls (every block stays in)")
             for fault, n in counts["faults"].items():
                 lines.append(f"    faults ({fault}): {n}")
+    if snap["generations"]:
+        sampling, timing = snap["last_ms"]["sampling"], snap["last_ms"]["timing"]
+        lines.append(f"Last generation: {sampling / 1e3:.2f} s sampling" + (
+            f", of which {timing:.0f} ms timing kernels ({100 * timing / max(sampling, 1e-9):.2f}%)" if timing else ""))
     lines.append(f"Generations this session: {snap['generations']}")
     return "\n".join(lines)
 

@@ -1,7 +1,8 @@
 """What became of an attention call: the kernel, or SDPA for one Reason; and kernel faults.
 
 A generation's counters are one Counter per device keyed by these: ``SAGE``, a ``Reason``, a
-``Fault``, ``MASK_DROPPED``, or a shape bucket's (``BucketKey``, outcome) pair.
+``Fault``, ``MASK_DROPPED``, ``NO_BLOCK_POSITIONS`` (calls a block window could not place), or a
+shape bucket's (``BucketKey``, the route it took) pair.
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import enum
 
 import torch
 
-SAGE, MASK_DROPPED = "sage", "masks_dropped"
+SAGE, MASK_DROPPED, NO_BLOCK_POSITIONS = "sage", "masks_dropped", "no_block_positions"
 
 
 class Reason(str, enum.Enum):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from typing import Callable, Optional
 
 import torch
@@ -19,7 +18,7 @@ import torch
 from . import compiled, trials
 from .call import Call
 from .decide import bucket_key, check_key, decide
-from .reasons import MASK_DROPPED, SAGE, Fault, Reason, classify, describe
+from .reasons import MASK_DROPPED, NO_BLOCK_POSITIONS, SAGE, Fault, Reason, classify, describe
 from .session import Generation, Session
 from .settings import ROUTING_MEASURED, Settings
 
@@ -52,8 +51,9 @@ class Router:
             if generation is None:
                 self.session.count_outside(str(call.device) if call else "unknown")
             return self.through(func, args, kwargs)
-        device = str(call.device)
-        bound = self.resolve(call.device)
+        device, bound = str(call.device), self.resolve(call.device)
+        if call.block is None and max(self.settings.first_blocks, self.settings.last_blocks) > 0:
+            generation.counts[device][NO_BLOCK_POSITIONS] += 1  # a block window it cannot apply: said in the status
         reason = decide(call, bound and bound.backend, self.settings, generation)
         if reason is not None:
             generation.counts[device][reason] += 1
@@ -104,14 +104,11 @@ class Router:
         session.note_fault(device, None)
         bucket = bucket_key(call, bound.backend)
         if settings.routing == ROUTING_MEASURED and bucket not in session.decisions:
-            started = time.perf_counter()
             try:
                 measured = session.measure(bucket, lambda: bound(call, settings), lambda: self.through(func, args, kwargs),
-                                           call.device, bound.version)
+                                           call.device, bound.version, generation)
             except Exception as exc:  # noqa: BLE001 - the kernel failed while timed
                 return self.fault(exc, bound, device, generation, func, args, kwargs)
-            finally:
-                generation.measuring_ms += (time.perf_counter() - started) * 1e3
             log.info("Sage Attention Scope measured %s", measured.describe())
             if not measured.use_sage:
                 counts.update((Reason.MEASURED_SLOWER, (bucket, "SDPA")))

@@ -96,16 +96,18 @@ class Session:
             self.kernel_lines.setdefault(device, {})[choice] = {
                 "kernel": bound and bound.name, "why": resolution.why, "version": bound and bound.version}
 
-    def measure(self, key: trials.BucketKey, run_sage, run_sdpa, device: torch.device, version: str):
-        """The bucket's decision: the one earlier sessions agreed on, else timed now. A kernel that
-        raises while timed loses the bucket, and the error propagates to be counted."""
+    def measure(self, key: trials.BucketKey, run_sage, run_sdpa, device: torch.device, version: str,
+                generation: Generation):
+        """The bucket's decision: the one earlier sessions agreed on, else timed now (its cost added to
+        ``generation``). A kernel that raises while timed loses the bucket; the error propagates."""
         store = self._store = routing_store.default_store() if self._store is _DEFAULT else self._store
         where = (routing_store.fingerprint(key.device, version), f"{key.kernel} {key.label()}")
         saved = store.agreed(*where) if store is not None else None
         if saved is not None:
             return self.decisions.setdefault(key, trials.Decision(key, saved["sage_ms"], saved["sdpa_ms"], True))
         try:
-            sage_ms, sdpa_ms = trials.time_both(self.clock, run_sage, run_sdpa, device)
+            sage_ms, sdpa_ms, spent = trials.time_both(self.clock, run_sage, run_sdpa, device, key)
+            generation.measuring_ms += spent
         except Exception:
             self.decisions.setdefault(key, trials.Decision(key, None, float("nan")))
             raise

@@ -47,6 +47,26 @@ def test_a_queued_prompt_samples_through_the_scope_and_the_status_reports_it(ses
     assert session(server.run_prompt(tiny_prompt(seed=1))) == (sage + blocks, generations + 1)
 
 
+def test_the_status_shows_the_routing_table_that_was_used(server):
+    """Measured routing on the server's own clock: each shape bucket, the side it chose, its calls."""
+    entry = server.run_prompt(tiny_prompt(routing="measured", seed=11))
+    assert entry["status"]["status_str"] == "success", entry["status"]
+    [table] = [info["routing"] for info in entry["outputs"]["6"]["sage_attention_status"][0]["devices"].values()]
+    [bucket] = [row for row in table if row["calls_last"]]  # the video self-attention's: 8 tokens
+    assert bucket["bucket"].startswith("cpu 8x8 tokens") and bucket["calls_last"] == TINY_LTXV["num_layers"]
+    assert f"routing {bucket['text']}: {TINY_LTXV['num_layers']} calls in the last generation" in entry["outputs"]["6"]["text"][0]
+
+
+def test_a_step_window_through_the_server(server):
+    """10 steps with the window 0.2-0.8: the steps outside it keep SDPA, counted as such."""
+    entry = server.run_prompt(tiny_prompt(seed=12, steps=10, start_percent=0.2, end_percent=0.8))
+    assert entry["status"]["status_str"] == "success", entry["status"]
+    counts = entry["outputs"]["6"]["sage_attention_status"][0]["devices"]["cpu"]["last_generation"]
+    outside, inside = counts["sdpa"].get(Reason.OUTSIDE_STEPS.value, 0), counts["sage"]
+    assert outside and inside and (outside + inside) % TINY_LTXV["num_layers"] == 0
+    assert Reason.OUTSIDE_STEPS.label in entry["outputs"]["6"]["text"][0]
+
+
 def test_auto_on_a_cpu_server_passes_through_and_says_why(session, server):
     entry = server.run_prompt(tiny_prompt(kernel="auto"))
     assert entry["status"]["status_str"] == "success"

@@ -168,6 +168,18 @@ def library(**functions):
     return types.SimpleNamespace(**functions)
 
 
+class CrossoverClock:
+    """A clock on which the kernel takes 1 ms and SDPA 2 ms from ``tokens`` query tokens on (by the
+    bucket), and the kernel 3 ms below: a GPU where the kernel pays from there."""
+
+    def __init__(self, tokens: int, reversed_=False):
+        self.tokens, self.reversed = tokens, reversed_
+
+    def __call__(self, arm, fn, device, bucket):
+        kernel_wins = (bucket.q_bucket >= self.tokens) != self.reversed
+        return 2.0 if arm == "sdpa" else (1.0 if kernel_wins else 3.0)
+
+
 class FakeClock:
     """A deterministic clock for measured routing: each arm takes the milliseconds given.
     ``run_arms`` also calls the arm once, so a raising kernel raises while being timed."""
@@ -177,7 +189,7 @@ class FakeClock:
         self.run_arms = run_arms
         self.timed: list[str] = []
 
-    def __call__(self, arm, fn, device):
+    def __call__(self, arm, fn, device, bucket=None):
         self.timed.append(arm)
         if self.run_arms:
             fn()

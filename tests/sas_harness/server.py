@@ -46,9 +46,10 @@ def write_tiny_ltxv(path):
     save_file(weights, str(path), metadata={"config": json.dumps({"transformer": config})})
 
 
-def tiny_prompt(kernel="reference_double", routing="always", seed=0) -> dict:
-    """One euler step of the tiny LTX-Video through the Scope and into a Status node."""
-    return {
+def tiny_prompt(kernel="reference_double", routing="always", seed=0, steps=1, **scope) -> dict:
+    """Euler steps of the tiny LTX-Video through the Scope (``scope``: more of its inputs) and into a
+    Status node."""
+    prompt = {
         "1": {"class_type": "UNETLoader", "inputs": {"unet_name": TINY_MODEL, "weight_dtype": "default"}},
         "2": {"class_type": "SageAttentionScope",
               "inputs": {"model": ["1", 0], "enabled": True, "kernel": kernel, "min_seq_len": 1,
@@ -59,11 +60,13 @@ def tiny_prompt(kernel="reference_double", routing="always", seed=0) -> dict:
         "4": {"class_type": "EmptyLTXVLatentVideo", "inputs": {"width": 64, "height": 64, "length": 9,
                                                              "batch_size": 1}},
         "5": {"class_type": "KSampler",
-              "inputs": {"model": ["2", 0], "seed": seed, "steps": 1, "cfg": 1.0, "sampler_name": "euler",
+              "inputs": {"model": ["2", 0], "seed": seed, "steps": steps, "cfg": 1.0, "sampler_name": "euler",
                          "scheduler": "simple", "positive": ["3", 0], "negative": ["3", 0],
                          "latent_image": ["4", 0], "denoise": 1.0}},
         "6": {"class_type": "SageAttentionStatus", "inputs": {"after": ["5", 0], "reset_counters": False}},
     }
+    prompt["2"]["inputs"].update(scope)
+    return prompt
 
 
 def free_port() -> int:
