@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import math
 from typing import Any, Optional
 
 import torch
@@ -18,7 +19,8 @@ HND, NHD = "HND", "NHD"
 
 class MaskKind(str, enum.Enum):
     NONE = "none"
-    NOOP = "noop"      # all-true boolean or all-zero additive: changes nothing
+    NOOP = "noop"                # all-true boolean or all-zero additive: changes nothing
+    KEY_PADDING = "key_padding"  # the same trailing keys masked out for every query: slicing them off is exact
     MASKS = "masks"
 
 
@@ -75,25 +77,41 @@ class Call:
 
     @functools.cached_property
     def mask_kind(self) -> MaskKind:
+        return self._mask_facts()[0]
+
+    @functools.cached_property
+    def kept_keys(self) -> int:
+        """The keys a key-padding mask keeps (all of them for other masks)."""
+        return self._mask_facts()[1]
+
+    def _mask_facts(self) -> tuple[MaskKind, int]:
         mask = self.mask
-        if mask is None:
-            return MaskKind.NONE
-        if mask.dtype == torch.bool:
-            return MaskKind.NOOP if bool(mask.all()) else MaskKind.MASKS
-        return MaskKind.NOOP if mask.is_floating_point() and not bool(mask.any()) else MaskKind.MASKS
+        if mask is None or not (mask.dtype == torch.bool or mask.is_floating_point()):
+            return (MaskKind.NONE if mask is None else MaskKind.MASKS), self.kv_len
+        if mask.dtype == torch.bool:  # (ComfyUI's own CPU attention reads these as a bias: not sliced)
+            return (MaskKind.NOOP if bool(mask.all()) else MaskKind.MASKS), self.kv_len
+        if not bool(mask.any()):
+            return MaskKind.NOOP, self.kv_len
+        kept = int((mask.reshape(-1, mask.shape[-1])[0] == 0).sum())  # masked: -inf or ComfyUI's -finfo.max
+        padding = (math.prod(mask.shape[:-1]) == 1 and mask.shape[-1] == self.kv_len and 0 < kept
+                   and not bool(mask[..., :kept].any()) and bool((mask[..., kept:] <= -1e4).all()))
+        return (MaskKind.KEY_PADDING, kept) if padding else (MaskKind.MASKS, self.kv_len)
 
     def sdpa_mask(self) -> Optional[torch.Tensor]:
-        """The mask broadcastable to (B, H, Nq, Nkv), as ComfyUI's attention_pytorch gives SDPA."""
-        mask = self.mask
+        """The mask broadcastable to (B, H, Nq, Nkv), as ComfyUI's attention_pytorch gives SDPA; None
+        where it was dropped (masks nothing) or its padding sliced off (``views``)."""
+        mask = None if self.mask is None or self.mask_kind is not MaskKind.MASKS else self.mask
         if mask is not None and mask.ndim == 2:
             mask = mask.unsqueeze(0)
         return mask.unsqueeze(1) if mask is not None and mask.ndim == 3 else mask
 
     def views(self, layout: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """q, k, v in ``layout``, as views: never a copy."""
-        qkv = (self.q, self.k, self.v) if self.skip_reshape else (t.unflatten(-1, (self.heads, -1)) for t in
-                                                                    (self.q, self.k, self.v))
-        return tuple(t if layout == self.layout else t.transpose(1, 2) for t in qkv)
+        """q, k, v in ``layout``, k and v without keys a key-padding mask drops: views, never copies."""
+        q, k, v = (self.q, self.k, self.v) if self.skip_reshape else (t.unflatten(-1, (self.heads, -1)) for t in
+                                                                        (self.q, self.k, self.v))
+        if self.mask is not None and self.mask_kind is MaskKind.KEY_PADDING:
+            k, v = (t.narrow(-2 if self.skip_reshape else 1, 0, self.kept_keys) for t in (k, v))
+        return tuple(t if layout == self.layout else t.transpose(1, 2) for t in (q, k, v))
 
     def output(self, out: torch.Tensor, layout: str) -> torch.Tensor:
         """A kernel's output in ``layout``, shaped as ComfyUI's attention returns it."""

@@ -73,7 +73,7 @@ def decide(call: Call, backend: Optional[Backend], settings: Settings, state: St
         return Reason.CHECK_FAILED
     if call.mask is not None and call.mask_kind is MaskKind.MASKS and not (
             backend.masks and (call.mask.dtype == torch.bool or call.mask.is_floating_point())):  # as SDPA takes them
-        return Reason.MASK
+        return Reason.MASK  # (a no-op mask is dropped; a key-padding mask's keys are sliced off)
     if settings.routing == ROUTING_MEASURED:
         measured = state.decisions.get(bucket_key(call, backend))
         if measured is not None and not measured.use_sage:

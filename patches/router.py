@@ -16,7 +16,7 @@ from typing import Callable, Optional
 import torch
 
 from . import compiled, trials
-from .call import Call
+from .call import Call, MaskKind
 from .decide import bucket_key, check_key, decide
 from .reasons import MASK_DROPPED, NO_BLOCK_POSITIONS, SAGE, Fault, Reason, classify, describe
 from .session import Generation, Session
@@ -88,7 +88,7 @@ class Router:
         except Exception as exc:  # noqa: BLE001 - a kernel failure must never lose a generation
             return self.fault(exc, bound, device, generation, func, args, kwargs)
         result = call.output(out, layout)
-        counts[MASK_DROPPED] += call.mask is not None and not bound.backend.masks  # decide found it masks nothing
+        counts[MASK_DROPPED] += call.mask is not None and call.mask_kind is not MaskKind.MASKS  # no-op, or padding sliced off
         if settings.first_call_check and key not in session.checks:
             reference = func(*args, **kwargs)
             verdict = session.checks[key] = trials.judge(key, result, reference)

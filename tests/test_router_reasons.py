@@ -179,3 +179,33 @@ def test_a_kernel_that_appears_later_is_used(session, model):
     # Before: no kernel of that name, and the CPU has no SageAttention.
     assert last_generation(session, "cpu")["sage"] == 1
     assert last_generation(session, "cpu")["sdpa"] == {Reason.NOT_CUDA.value: 1}
+
+
+def _padding(n=64, kept=50, value=float("-inf"), shape=(1, 1)):
+    mask = torch.zeros(*shape, n)
+    mask[..., kept:] = value
+    return mask
+
+
+@pytest.mark.parametrize("mask", [_padding(), _padding(value=-torch.finfo(torch.float32).max),
+                                  _padding(value=-10000.0, shape=(1, 1, 1))],
+                         ids=["-inf (1, 1, N)", "-finfo.max, as HunyuanVideo", "-1e4 (1, 1, 1, N)"])
+def test_a_key_padding_mask_is_sliced_off_and_the_call_qualifies(session, model, mask):
+    """The same trailing keys masked for every query: attending over the kept keys alone is exact."""
+    q, k, v = hnd(n=64)
+    out, calls, counts = run(session, model, ON, q, k, v, 2, skip_reshape=True, mask=mask)
+    assert counts["sage"] == 1 and counts["masks_dropped"] == 1
+    assert calls[0]["k"].shape[-2] == calls[0]["v"].shape[-2] == 50 and calls[0]["k"].data_ptr() == k.data_ptr()
+    torch.testing.assert_close(out, plain_attention(q, k, v, 2, skip_reshape=True, mask=mask), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mask", [_padding(shape=(2, 1)),                      # per batch item
+                                  torch.cat([_padding(kept=10).expand(1, 32, 64), _padding().expand(1, 32, 64)], 1),
+                                  _padding() + _padding(kept=20, value=-1.0),    # a bias besides the padding
+                                  torch.where(torch.arange(64) % 2 == 0, 0.0, float("-inf")).reshape(1, 1, 64),
+                                  torch.arange(64).reshape(1, 1, 64) < 50],
+                         ids=["per batch item", "per query", "a bias on kept keys", "holes", "boolean"])
+def test_other_masks_stay_on_sdpa(session, model, mask):
+    q, k, v = hnd(b=mask.shape[0] if mask.shape[0] > 1 else 1, n=64)
+    out, calls, counts = run(session, model, ON, q, k, v, 2, skip_reshape=True, mask=mask)
+    assert calls == [] and counts["sdpa"] == {Reason.MASK.value: 1}

@@ -1,5 +1,7 @@
 """SageAttention 2.x: one function per kernel family, each called directly with the arguments its own
-``sageattn`` would pick for the GPU (that ``sageattn`` swallows them in ``**kwargs``)."""
+``sageattn`` would pick for the GPU (that ``sageattn`` swallows them in ``**kwargs``). Head sizes up
+to 128: it pads other sizes to 64 or 128 itself (Lumina 2's 96, Omnigen2's 120), at a cost measured
+routing weighs."""
 from . import Backend, register
 
 
@@ -9,7 +11,7 @@ def _backend(name, label, function, fixed, **extra):
                   **fixed)
     return Backend(name=name, label=f"SageAttention 2 ({label})", library="SageAttention 2", module="sageattention",
                    function=f"sageattn_{function}", params=("tensor_layout", "is_causal", "sm_scale", "smooth_k", *fixed),
-                   run=run, head_dims=frozenset({64, 128}), **extra)
+                   run=run, head_dims=frozenset(range(1, 129)), **extra)
 
 
 register(

@@ -186,6 +186,15 @@ def ltxav_latent(video_fhw, audio_frames):
         torch.zeros(1, LTXAV_AUDIO_CHANNELS, audio_frames, LTXAV_AUDIO_BINS)))
 
 
+from .cases_dit import DIT_CASES, DIT_FULL_DEPTH, DIT_SIZES, DIT_WIDTHS  # noqa: E402 - they build on Case
+from .cases_video import VIDEO_CASES, VIDEO_FULL_DEPTH, VIDEO_SIZES, VIDEO_WIDTHS  # noqa: E402
+
+CASES += VIDEO_CASES + DIT_CASES
+REAL_WIDTHS.update(VIDEO_WIDTHS, **DIT_WIDTHS)
+FULL_DEPTH.update(VIDEO_FULL_DEPTH, **DIT_FULL_DEPTH)
+SIZES.update(VIDEO_SIZES, **DIT_SIZES)
+
+
 def lacking(case: Case) -> str | None:
     """Why this ComfyUI cannot build ``case`` (a class it lacks), or None."""
     if hasattr(comfy.supported_models, case.config_class):
