@@ -18,7 +18,7 @@ import sys
 import sas_harness
 
 ROOT = sas_harness.ROOT
-DOCS = (ROOT / "docs" / "sage-attention.md",)
+DOCS = (ROOT / "docs" / "user-guide.md",)
 
 
 def inputs_table() -> str:
@@ -36,17 +36,18 @@ def kernels_table() -> str:
     from sage_attention_scope.patches import backends
     rows = ["| GPU (compute capability) | `auto` tries, in order (the first installed one runs) |", "|---|---|"]
     for (major, minor), names in sorted(backends.AUTO.items()):
-        rows.append(f"| sm{major}{minor} | " + ", then ".join(
-            f"`{n}`: {backends.REGISTRY[n].label}" for n in names) + " |")
-    rows.append("| any other | `sage1_triton` from sm80; none below |")
-    rows += ["", "| kernel | library, function | head sizes | dtypes | layouts | masks | GPUs |", "|---|---|---|---|---|---|---|"]
+        rows.append(f"| sm{major}{minor} | " + ", then ".join(f"`{n}`" for n in names) + " |")
+    rows.append("| any other from sm80 | as sm80 |")
+    rows += ["", "| kernel | what it is | library, function | head sizes | dtypes | layouts | masks | GPUs |",
+             "|---|---|---|---|---|---|---|---|"]
     for b in backends.REGISTRY.values():
         gpus = ("/".join("sm%d%d" % c for c in sorted(b.capabilities)) if b.capabilities
                 else f"sm{b.min_capability[0]}{b.min_capability[1]}+")
         heads = _ranges(sorted(b.head_dims))
         dtypes = ", ".join(sorted(str(d).removeprefix("torch.") for d in b.dtypes))
-        rows.append(f"| `{b.name}`{'' if b.auto else ' (only when chosen)'} | {b.module}.{b.function} | {heads} | "
-                    f"{dtypes} | {', '.join(sorted(b.layouts))} | {'yes' if b.masks else 'no'} | {gpus} |")
+        layouts = ", ".join(sorted(b.layouts)) + (" (NHD as strided views)" if b.transposed_views else "")
+        rows.append(f"| `{b.name}`{'' if b.auto else ' (only when chosen)'} | {b.label} | {b.module}.{b.function} | "
+                    f"{heads} | {dtypes} | {layouts} | {'yes' if b.masks else 'no'} | {gpus} |")
     return "\n".join(rows)
 
 
@@ -78,8 +79,8 @@ def _ranges(values: list[int]) -> str:
 
 def rewrite(text: str) -> str:
     for name, make in TABLES.items():
-        pattern = re.compile(rf"(<!-- generated:{name} -->\n).*?(\n<!-- /generated:{name} -->)", re.S)
-        text = pattern.sub(lambda m: m.group(1) + make() + m.group(2), text)
+        pattern = re.compile(rf"(<!-- generated:{name} -->\n).*?(<!-- /generated:{name} -->)", re.S)
+        text = pattern.sub(lambda m: m.group(1) + make() + "\n" + m.group(2), text)
     return text
 
 

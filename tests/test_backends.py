@@ -144,9 +144,13 @@ def test_an_integer_mask_stays_on_sdpa_with_a_backend_that_takes_masks(kitchen):
     session, seen = kitchen
     q, k, v = hnd(n=64, d=64)
     caption = torch.ones(1, 64, dtype=torch.long)
+    try:
+        plain = plain_attention(q, k, v, 2, skip_reshape=True, mask=caption)
+    except RuntimeError as exc:
+        pytest.skip(f"this ComfyUI's own CPU attention rejects an integer mask too: {exc}")
     [out], counts = routed(session, Settings(kernel="kitchen_int8", min_seq_len=1), [(q, k, v, {"mask": caption})])
     assert counts["sdpa"] == {Reason.MASK.value: 1} and seen == []
-    assert torch.equal(out, plain_attention(q, k, v, 2, skip_reshape=True, mask=caption))
+    assert torch.equal(out, plain)
 
 
 @pytest.mark.parametrize("head_dim", [40, 96, 160, 256])
@@ -161,10 +165,9 @@ def test_comfy_kitchen_takes_head_sizes_it_pads(kitchen, head_dim):
 # -- which SageAttention is installed ---------------------------------------------------------
 
 def test_a_sageattention_2_whose_metadata_says_1_0_6_is_driven_as_2(session):
-    """The module decides; its distribution metadata (here the test environment's real 1.0.6) only
-    labels it, and the status says both."""
+    """The module decides; its distribution metadata only labels it, and the status says both."""
     fake = doubles.sageattention2_module()
-    sa2 = session_with({"sageattention": fake})  # the real metadata: 1.0.6
+    sa2 = session_with({"sageattention": fake}, versions=lambda module: "1.0.6")
     resolution = sa2.resolve("auto", CUDA)
     assert resolution.bound.name == "sage2_fp8_sm90"
     assert resolution.bound.version == "SageAttention 2 (its distribution metadata says sageattention 1.0.6)"
