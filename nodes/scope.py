@@ -1,12 +1,17 @@
 """The Sage Attention Scope node: MODEL -> MODEL. Inputs become Settings; policy is in patches/."""
 from __future__ import annotations
 
+import dataclasses
+import logging
+
 import torch
 from comfy_api.latest import io
 
 from ..patches import Settings, scope_for_family
 from ..patches.settings import MAX_SEQ_LEN, ROUTINGS
 from . import session
+
+log = logging.getLogger(__name__)
 
 # Each input's help: the node's tooltips and the docs' input table (scripts/write_docs.py).
 TOOLTIPS = {
@@ -29,15 +34,24 @@ TOOLTIPS = {
                     "SageAttention 3, else 0).",
     "last_blocks": "Blocks kept on SDPA at the end of each block type; -1: the kernel's default.",
 }
+NODE_ID = "SageAttentionScope"
 
 
 def scoped_model(model, **inputs):
-    """What the node does, callable without the node machinery."""
+    """What the node does, callable without the node machinery. A kernel this machine cannot run
+    (a workflow saved elsewhere) is replaced by ``auto``, said in the log and the status."""
     if not hasattr(getattr(model, "model", None), "diffusion_model") or not hasattr(model, "clone"):
         raise ValueError(
             f"Sage Attention Scope needs a diffusion MODEL (from Load Diffusion Model or Load Checkpoint), "
             f"got {type(model).__name__}. Connect the model output of a loader.")
-    return scope_for_family(model, Settings(**inputs), session())[0]
+    settings, state = Settings(**inputs), session()
+    resolution = state.resolve(settings.kernel, model.load_device)
+    if settings.kernel != "auto" and resolution.bound is None:
+        state.note_kernel(str(model.load_device), settings.kernel, resolution)
+        log.warning("Sage Attention Scope: kernel %s cannot run here (%s); using auto.", settings.kernel,
+                    resolution.why)
+        settings = dataclasses.replace(settings, kernel="auto")
+    return scope_for_family(model, settings, state)[0]
 
 
 def kernel_choices() -> list[str]:
@@ -46,12 +60,43 @@ def kernel_choices() -> list[str]:
     return session().usable(devices)
 
 
+class _Invalid(str):
+    """A raw prompt value ComfyUI would coerce silently ("maybe" to True, 1.5 to 1), replaced by what
+    is wrong with it: ComfyUI's conversion of it fails, so ``/prompt`` answers 400 naming the node and
+    the input (a str, so that the answer's JSON carries it)."""
+
+    def __bool__(self):
+        raise ValueError(str(self))
+
+
+def strict_inputs(json_data: dict) -> dict:
+    """ComfyUI's on_prompt handler: each Scope node's raw boolean and number inputs, as sent."""
+    for node in (json_data.get("prompt") or {}).values():
+        if not isinstance(node, dict) or node.get("class_type") != NODE_ID:
+            continue
+        inputs = node.get("inputs") or {}
+        for name, value in list(inputs.items()):
+            default = getattr(Settings, name, None)
+            if isinstance(value, list) or name not in TOOLTIPS or isinstance(default, str) or default is None:
+                continue  # a link, the model, or a name (validate_inputs checks names)
+            if isinstance(default, bool):
+                if isinstance(value, str) and value.lower() in ("true", "false"):
+                    inputs[name] = value.lower() == "true"
+                elif not isinstance(value, bool):
+                    inputs[name] = _Invalid(f"{name} must be true or false, got {value!r}")
+            elif isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                    isinstance(default, int) and not float(value).is_integer()):
+                kind = "a whole number" if isinstance(default, int) else "a number"
+                inputs[name] = _Invalid(f"{name} must be {kind}, got {value!r}")
+    return json_data
+
+
 class SageAttentionScope(io.ComfyNode):
     @classmethod
     def define_schema(cls) -> io.Schema:
         d = Settings()
         return io.Schema(
-            node_id="SageAttentionScope",
+            node_id=NODE_ID,
             display_name="Sage Attention Scope",
             category="model_patches/attention",
             description=(
@@ -75,6 +120,16 @@ class SageAttentionScope(io.ComfyNode):
             ],
             outputs=[io.Model.Output()],
         )
+
+    @classmethod
+    def validate_inputs(cls, kernel, routing):
+        """Names are checked here (ComfyUI 0.3.75 checks no V3 combo): any kernel the pack knows is
+        valid (one this machine cannot run falls back to auto when the node runs)."""
+        if kernel not in session().names():
+            return f"kernel {kernel!r} is unknown; on this machine: {', '.join(kernel_choices())}"
+        if routing not in ROUTINGS:
+            return f"routing {routing!r} is unknown; valid: {', '.join(ROUTINGS)}"
+        return True
 
     @classmethod
     def execute(cls, model, **inputs) -> io.NodeOutput:

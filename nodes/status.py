@@ -1,43 +1,55 @@
-"""The Sage Attention Status node: what the scope did, as text and as a UI payload."""
+"""The Sage Attention Status node: what the Scope did in this run (the prompt being executed) and in
+the session, as text and as a UI payload (web/js/status.js renders it)."""
 from __future__ import annotations
-
-from comfy_api.latest import io
 
 import collections
 import dataclasses
 from typing import Any, Optional
 
-from ..patches import Fault, Reason, Session, backends, trials
+from comfy_api.latest import io
+
+from ..patches import Fault, Reason, Session, backends, scope, trials
 from ..patches.reasons import MASK_DROPPED, NO_BLOCK_POSITIONS, SAGE
 from . import session
 
 UI_KEY = "sage_attention_status"
 
 
-def payload(state: Session) -> dict[str, Any]:
-    """What the session knows, as plain data: the node's UI payload and the text's source."""
+def payload(state: Session, run_id=None) -> dict[str, Any]:
+    """What the session knows, as plain data. ``run``: the models of run ``run_id`` (the prompt),
+    empty where that prompt scoped none."""
     def of(device, items):
         return [item for item in items if item.key.device == device]
     with state.lock:
         devices = sorted({*state.totals, *state.retired, *state.kernel_lines, *(k.device for k in state.checks),
                           *(k.device for k in state.decisions)})
-        return {"generations": state.generations, "last_ms": {"sampling": state.last_ms[0], "timing": state.last_ms[1]},
-                "libraries": {b.module: state.finder.versions(b.module) for b in backends.REGISTRY.values()},
-                "models": [{"model": m, "scoped": s} for m, s in state.models.items()],
-                "thresholds": {"min_cosine": trials.MIN_COSINE, "max_rel_l2": trials.MAX_REL_L2},
-                "devices": {d: {
-                    "kernels": dict(state.kernel_lines.get(d, {})), "retired": state.retired.get(d),
-                    "session": counters(state.totals.get(d)), "last_generation": counters(state.last.get(d)),
-                    "checks": [dataclasses.asdict(r) | {"key": r.key.label()} for r in of(d, state.checks.values())],
-                    "routing": [{"bucket": m.key.label(), "kernel": m.key.kernel, "sage_ms": m.sage_ms,
-                                 "sdpa_ms": m.sdpa_ms, "use_sage": m.use_sage, "text": m.describe(),
-                                 "calls_last": _bucket_calls(state.last.get(d), m.key),
-                                 "calls_session": _bucket_calls(state.totals.get(d), m.key)}
-                                for m in of(d, state.decisions.values())]} for d in devices}}
+        run = state.run if run_id is None or run_id == state.run_id else {}
+        return {
+            "libraries": {b.module: state.finder.versions(b.module) for b in backends.REGISTRY.values()},
+            "thresholds": {"min_cosine": trials.MIN_COSINE, "max_rel_l2": trials.MAX_REL_L2},
+            "generations": state.generations,
+            "preferred_attention": _checkpoints_choose_attention(),
+            "last_ms": {"sampling": state.last_ms[0], "timing": state.last_ms[1]},
+            "run": [{"model": label, "note": r["note"], "sampling_ms": r["sampling_ms"], "timing_ms": r["timing_ms"],
+                     "devices": {d: counters(c) for d, c in r["counts"].items()}} for label, r in run.items()],
+            "models": [{"model": label, "note": note} for label, note in state.models.items()],
+            "devices": {d: {
+                "kernels": dict(state.kernel_lines.get(d, {})), "retired": state.retired.get(d),
+                "session": counters(state.totals.get(d)), "last_generation": counters(state.last.get(d)),
+                "checks": [dataclasses.asdict(r) | {"key": r.key.label()} for r in of(d, state.checks.values())],
+                "routing": [{"bucket": m.key.label(), "kernel": m.key.kernel, "sage_ms": m.sage_ms,
+                             "sdpa_ms": m.sdpa_ms, "use_sage": m.use_sage, "text": m.describe(),
+                             "calls_last": _bucket_calls(state.last.get(d), m.key),
+                             "calls_session": _bucket_calls(state.totals.get(d), m.key)}
+                            for m in of(d, state.decisions.values())]} for d in devices}}
 
 
-def _bucket_calls(counts: Optional[collections.Counter], bucket) -> int:
-    return sum(n for key, n in (counts or {}).items() if isinstance(key, tuple) and key[0] == bucket)
+def _checkpoints_choose_attention() -> bool:
+    """Whether this ComfyUI lets a checkpoint choose its attention (``preferred_attention``), which
+    its ``wrap_attn`` drops before any override: with the Scope on, the calls it declines run
+    ComfyUI's default attention instead."""
+    import comfy.ldm.modules.attention as attention
+    return hasattr(attention, "ComfyAttention")
 
 
 def counters(counts: Optional[collections.Counter]) -> dict[str, Any]:
@@ -49,43 +61,58 @@ def counters(counts: Optional[collections.Counter]) -> dict[str, Any]:
             "masks_dropped": counts[MASK_DROPPED], "no_block_positions": counts[NO_BLOCK_POSITIONS]}
 
 
+def _bucket_calls(counts: Optional[collections.Counter], bucket) -> int:
+    return sum(n for key, n in (counts or {}).items() if isinstance(key, tuple) and key[0] == bucket)
+
+
+def _counts_lines(counts: dict, indent: str) -> list[str]:
+    lines = [f"{indent}{counts['sage']} on the kernel, {counts['sdpa_total']} on SDPA"]
+    lines += [f"{indent}  SDPA {n}: {Reason(reason).label}" for reason, n in counts["sdpa"].items()]
+    lines += [f"{indent}  faults ({fault}): {n}" for fault, n in counts["faults"].items()]
+    if counts["masks_dropped"]:
+        lines.append(f"{indent}  masks dropped or padding sliced off: {counts['masks_dropped']}")
+    if counts["no_block_positions"]:
+        lines.append(f"{indent}  block window not applied to {counts['no_block_positions']} calls: this model does "
+                     f"not say which block calls (every block stays in)")
+    return lines
+
+
 def render(snap: dict) -> str:
     """Human-readable status from ``payload()``."""
     lines = ["Installed: " + ", ".join(f"{name} {version or '(not installed)'}"
-                                       for name, version in snap["libraries"].items())]
-    for model in snap.get("models", []):
-        lines.append(f"model {model['model']}: " + ("scoped" if model["scoped"] else "passed through unchanged"))
-    if not snap["devices"]:
-        lines.append("No scoped model has sampled yet in this session.")
+                                       for name, version in snap["libraries"].items()), "", "This run:"]
+    if not snap["run"]:
+        lines.append("  no scoped model in this run")
+    for model in snap["run"]:
+        lines.append(f"  model {model['model']}: {model['note']}")
+        if model["sampling_ms"]:
+            lines.append(f"    sampling {model['sampling_ms'] / 1e3:.2f} s" + (
+                f", of which {model['timing_ms']:.0f} ms timing kernels "
+                f"({100 * model['timing_ms'] / model['sampling_ms']:.2f}%)" if model["timing_ms"] else ""))
+        for device, counts in model["devices"].items():
+            lines += _counts_lines(counts, f"    {device}: ")[:1] + _counts_lines(counts, "    ")[1:]
+    lines += ["", f"Session ({snap['generations']} generations):"]
+    lines += [f"  model {m['model']}: {m['note']}" for m in snap["models"]]
     for device, info in snap["devices"].items():
         for choice, line in info["kernels"].items():
             kernel = f"{line['kernel']}, {line['version']}" if line["kernel"] else "SDPA only"
-            lines.append(f"{device}: {kernel} ({line['why']})" + (f" [kernel={choice}]" if choice != "auto" else ""))
+            lines.append(f"  {device}: {kernel} ({line['why']})" + (f" [kernel={choice}]" if choice != "auto" else ""))
         if info["retired"]:
-            lines.append(f"{device}: retired for this session: {info['retired']}")
+            lines.append(f"  {device}: retired for this session: {info['retired']}")
         for check in info["checks"]:
-            verdict = "passed" if check["passed"] else "FAILED -> SDPA"
-            lines.append(f"  check {check['key']}: {verdict} (cosine {check['cosine']:.5f}, "
-                         f"rel L2 {check['rel_l2']:.4f})")
-        for measured in info.get("routing", []):
+            lines.append(f"  check {check['key']}: {'passed' if check['passed'] else 'FAILED -> SDPA'} "
+                         f"(cosine {check['cosine']:.5f}, rel L2 {check['rel_l2']:.4f})")
+        for measured in info["routing"]:
             lines.append(f"  routing {measured['text']}: {measured['calls_last']} calls in the last generation, "
                          f"{measured['calls_session']} this session")
-        for title, counts in (("last generation", info["last_generation"]), ("session", info["session"])):
-            lines.append(f"  {title}: {counts['sage']} SageAttention, {counts['sdpa_total']} SDPA")
-            for reason, n in counts["sdpa"].items():
-                lines.append(f"    SDPA {n}: {Reason(reason).label}")
-            if counts["masks_dropped"]:
-                lines.append(f"    no-op masks dropped: {counts['masks_dropped']}")
-            if counts["no_block_positions"]:
-                lines.append(f"    block window not applied to {counts['no_block_positions']} calls: this model "
-                             f"does not say which block calls (every block stays in)")
-            for fault, n in counts["faults"].items():
-                lines.append(f"    faults ({fault}): {n}")
+        lines += _counts_lines(info["session"], f"  {device}: ")[:1] + _counts_lines(info["session"], "  ")[1:]
+    if snap["preferred_attention"]:
+        lines.append("Note: this ComfyUI lets a checkpoint choose its own attention; while the Scope is on, the calls "
+                     "it declines run ComfyUI's default attention instead of the checkpoint's choice.")
     if snap["generations"]:
         sampling, timing = snap["last_ms"]["sampling"], snap["last_ms"]["timing"]
         lines.append(f"Last generation: {sampling / 1e3:.2f} s sampling" + (
             f", of which {timing:.0f} ms timing kernels ({100 * timing / max(sampling, 1e-9):.2f}%)" if timing else ""))
-    lines.append(f"Generations this session: {snap['generations']}")
     return "\n".join(lines)
 
 
@@ -96,12 +123,14 @@ class SageAttentionStatus(io.ComfyNode):
             node_id="SageAttentionStatus",
             display_name="Sage Attention Status",
             category="model_patches/attention",
-            description="Shows the SageAttention kernel per device, the first-call checks and the call counters.",
+            description="What the Sage Attention Scope did in this run and this session: the kernel per device, "
+                        "the first-call checks, the routing table and the call counters.",
             inputs=[
                 io.AnyType.Input("after", optional=True,
                                  tooltip="Connect the sampler's output so the status is read after sampling."),
                 io.Boolean.Input("reset_counters", default=False,
-                                 tooltip="Zero the session counters after showing them."),
+                                 tooltip="Clear the counters and per-run records after showing them (what the pack "
+                                         "learned about this machine stays)."),
             ],
             outputs=[io.String.Output(display_name="status")],
             is_output_node=True,
@@ -114,7 +143,7 @@ class SageAttentionStatus(io.ComfyNode):
 
     @classmethod
     def execute(cls, after=None, reset_counters=False) -> io.NodeOutput:
-        snap = payload(session())
+        snap = payload(session(), scope.run_id())
         text = render(snap)
         if reset_counters:
             session().reset_counters()

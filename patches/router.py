@@ -9,6 +9,7 @@ open (scope.py) does it send anything to a kernel.
 """
 from __future__ import annotations
 
+import importlib
 import logging
 import threading
 from typing import Callable, Optional
@@ -31,8 +32,9 @@ _tracing = getattr(torch.compiler, "is_dynamo_compiling", torch.compiler.is_comp
 class Router:
     """One per scoped model; shared, not copied, when ComfyUI deep-copies model options."""
 
-    def __init__(self, settings: Settings, session: Session, previous: Optional[Callable] = None, family=None):
-        self.settings, self.session, self.previous, self.family = settings, session, previous, family
+    def __init__(self, settings: Settings, session: Session, previous: Optional[Callable] = None, family=None,
+                 label: str = ""):
+        self.settings, self.session, self.previous, self.family, self.label = settings, session, previous, family, label
         self.local = threading.local()  # .generation: the run open on this thread
         self.key = compiled.register(self)
 
@@ -46,11 +48,33 @@ class Router:
     def __call__(self, func, *args, **kwargs):
         if _tracing():
             return compiled.trace(self, func, args, kwargs)
-        generation, call = self.generation, Call.from_comfy(args, kwargs)
+        call, declined = self.decline(Call.from_comfy(args, kwargs))
+        if declined:
+            return self.through(func, args, kwargs)
+        return self.run(call, self.resolve(call.device), self.generation, func, args, kwargs)
+
+    def container_function(self, q, k, v, heads, *rest, **kwargs):
+        """Newer ComfyUI's ``wrap_attn`` calls this instead of the override where a model hands q, k, v
+        in single-owner containers (``peek``/``take``), and passes no ``func``: the kernel takes the
+        tensors themselves, no copy; a declined call goes, containers and all, to ComfyUI's own path
+        (the ``optimized_attention`` of the module that made the containers, which ``_inside_attn_wrapper``
+        keeps from coming back here), so that each container is consumed exactly once."""
+        comfy_attention = getattr(importlib.import_module(type(q).__module__), "optimized_attention")
+        call, declined = self.decline(Call.from_comfy((q.peek(), k.peek(), v.peek(), heads, *rest), kwargs))
+        if declined and self.previous is None:
+            return comfy_attention(q, k, v, heads, *rest, **kwargs)
+        args = (q.take(), k.take(), v.take(), heads, *rest)
+        if declined:
+            return self.previous(comfy_attention, *args, **kwargs)
+        return self.run(call, self.resolve(call.device), self.generation, comfy_attention, args, kwargs)
+
+    def decline(self, call: Optional[Call]) -> tuple[Optional[Call], bool]:
+        """(the call, whether it stays on SDPA): decided and, where declined, counted."""
+        generation = self.generation
         if generation is None or call is None:
             if generation is None:
                 self.session.count_outside(str(call.device) if call else "unknown")
-            return self.through(func, args, kwargs)
+            return call, True
         device, bound = str(call.device), self.resolve(call.device)
         if call.block is None and max(self.settings.first_blocks, self.settings.last_blocks) > 0:
             generation.counts[device][NO_BLOCK_POSITIONS] += 1  # a block window it cannot apply: said in the status
@@ -59,8 +83,7 @@ class Router:
             generation.counts[device][reason] += 1
             if reason is Reason.MEASURED_SLOWER:  # the routing table's count for the bucket
                 generation.counts[device][bucket_key(call, bound.backend), "SDPA"] += 1
-            return self.through(func, args, kwargs)
-        return self.run(call, bound, generation, func, args, kwargs)
+        return call, reason is not None
 
     def through(self, func, args: tuple, kwargs: dict):
         """The SDPA path: exactly what ComfyUI would have run without the Scope."""

@@ -24,23 +24,27 @@ def scope_for_family(model_patcher, settings: Settings, session: Session):
     """(the scoped clone, Recognition) for a model the scope serves; ``model_patcher`` itself for a
     model of no supported family or (scope enabled) on a device without a kernel, said once."""
     found = families.recognise(model_patcher)
+    label = session.label(found.name, getattr(model_patcher, "model", model_patcher))
     why_not = None if found.opens else found.message
     if why_not is None and settings.enabled:
         device = model_patcher.load_device
         resolution = session.resolve(settings.kernel, device)
         if resolution.bound is None:
             session.note_kernel(str(device), settings.kernel, resolution)
-            why_not = f"{found.message} on {device}: {resolution.why}"
-    session.note_model(why_not or found.message, scoped=why_not is None)
+            why_not = f"on {device}: {resolution.why}"
     if why_not is None:
-        return apply_scope(model_patcher, settings, session, found.family), found
-    if session.first_time("pass-through", why_not):
+        scoped = apply_scope(model_patcher, settings, session, found.family, label)
+        previous = router_of(scoped).previous
+        session.note_model(label, "scoped" + (f"; calls it declines go to {_name(previous)}" if previous else ""), run_id())
+        return scoped, found
+    session.note_model(label, f"passed through unchanged: {why_not}", run_id())
+    if session.first_time("pass-through", label, why_not):
         log.log(logging.WARNING if found.opens else logging.INFO,
-                "Sage Attention Scope passes the model through unchanged: %s", why_not)
+                "Sage Attention Scope passes the model %s through unchanged: %s", label, why_not)
     return model_patcher, found
 
 
-def apply_scope(model_patcher, settings: Settings, session: Session, family=None):
+def apply_scope(model_patcher, settings: Settings, session: Session, family=None, label: str = ""):
     """A scoped clone of ``model_patcher``. An override that was there already serves every call the
     router declines; an earlier Scope's router is replaced."""
     import comfy.patcher_extension as ext  # imported late so that the pack loads anywhere
@@ -53,7 +57,7 @@ def apply_scope(model_patcher, settings: Settings, session: Session, family=None
     elif previous is not None:
         log.info("Sage Attention Scope: another attention override (%s) is on this model; calls the scope "
                  "does not take still go through it.", getattr(previous, "__qualname__", type(previous).__name__))
-    router = options[OVERRIDE_KEY] = Router(settings, session, previous, family)
+    router = options[OVERRIDE_KEY] = Router(settings, session, previous, family, label or getattr(family, "name", ""))
     for kind, wrapper in ((ext.WrappersMP.OUTER_SAMPLE, outer_sample), (ext.WrappersMP.CALC_COND_BATCH, one_step),
                           (ext.WrappersMP.DIFFUSION_MODEL, forward)):
         patched.remove_wrappers_with_key(kind, WRAPPER_KEY)
@@ -68,7 +72,7 @@ def router_of(model_patcher) -> Router | None:
 
 def outer_sample(router: Router, executor, *args, **kwargs):
     """One generation."""
-    generation = router.local.generation = Generation(router.session, getattr(router.family, "name", ""))
+    generation = router.local.generation = Generation(router.session, router.label, run_id())
     try:
         return executor(*args, **kwargs)
     finally:
@@ -91,12 +95,22 @@ def forward(router: Router, executor, *args, **kwargs):
     return outer_sample(router, lambda *a, **k: guarded(router, lambda: executor(*a, **k)), *args, **kwargs)
 
 
-def one_step(router: Router, executor, model, conds, x_in, timestep, *args, **kwargs):
-    """One model evaluation in a step: whether its sigma lies in the step window (ComfyUI's percent
-    convention, as ControlNets use it), the override for ControlNets in it, and the guard."""
+def one_step(router: Router, executor, model, conds, x_in, timestep, model_options, *args, **kwargs):
+    """One model evaluation in a step: whether the override there is still the Scope's, whether its
+    sigma lies in the step window (ComfyUI's percent convention, as ControlNets use it), the
+    override for ControlNets in it, and the guard."""
     generation, settings = router.generation, router.settings
     if generation is None:
-        return executor(model, conds, x_in, timestep, *args, **kwargs)
+        return executor(model, conds, x_in, timestep, model_options, *args, **kwargs)
+    installed = model_options.get("transformer_options", {}).get(OVERRIDE_KEY)
+    if installed is not router and not generation.said_override:  # a node after the Scope set its own
+        generation.said_override = True
+        if _reaches(installed, router):
+            note = f"below {_name(installed)}, which wraps the Scope: the calls it passes on reach the Scope"
+        else:
+            note = f"replaced by {_name(installed)}: SageAttention Scope inactive for this model"
+            log.warning("Sage Attention Scope: the attention override of %s was %s.", router.label, note)
+        router.session.note_model(router.label, note, generation.run_id)
     if (settings.start_percent, settings.end_percent) != (0.0, 1.0):
         start, end = (model.model_sampling.percent_to_sigma(p) for p in (settings.start_percent, settings.end_percent))
         generation.in_steps = end <= float(timestep[0]) <= start
@@ -104,7 +118,7 @@ def one_step(router: Router, executor, model, conds, x_in, timestep, *args, **kw
         for net in controlnets.control_models(conds):
             if id(net) not in generation.hooks:
                 generation.hooks[id(net)] = controlnets.hand_override(net, {OVERRIDE_KEY: router})
-    return guarded(router, lambda: executor(model, conds, x_in, timestep, *args, **kwargs))
+    return guarded(router, lambda: executor(model, conds, x_in, timestep, model_options, *args, **kwargs))
 
 
 def guarded(router: Router, run):
@@ -126,6 +140,32 @@ def guarded(router: Router, run):
         log.warning("Sage Attention Scope: this step is not finite with the attention kernels off either; the "
                     "model itself made the NaN/inf, and the result stands.")
     return out
+
+
+def run_id():
+    """The prompt ComfyUI is executing, or None outside one."""
+    try:
+        from comfy_execution.utils import get_executing_context
+    except ImportError:
+        return None
+    context = get_executing_context()
+    return context and context.prompt_id
+
+
+def _name(override) -> str:
+    return f"{getattr(override, '__module__', '?')}.{getattr(override, '__qualname__', type(override).__qualname__)}"
+
+
+def _reaches(override, router, depth: int = 3) -> bool:
+    """Whether ``override`` holds ``router`` (a closure, a partial, an attribute) and so calls it."""
+    if override is router:
+        return True
+    if depth == 0 or override is None:
+        return False
+    held = [c.cell_contents for c in getattr(override, "__closure__", None) or () if c.cell_contents is not None]
+    held += [getattr(override, a) for a in ("__self__", "__wrapped__", "func") if hasattr(override, a)]
+    held += list(getattr(override, "args", ())) + list(vars(override).values() if hasattr(override, "__dict__") else ())
+    return any(_reaches(h, router, depth - 1) for h in held if callable(h) or isinstance(h, Router))
 
 
 def _switch_off(session: Session, generation: Generation, bad: set, what: str) -> None:

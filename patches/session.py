@@ -20,8 +20,8 @@ class Generation:
     """One sampling run of a scoped model: its counters per device, what it learned, and the
     ``decide.State`` through which it reads the session."""
 
-    def __init__(self, session: "Session", label: str = ""):
-        self.session, self.label = session, label
+    def __init__(self, session: "Session", label: str = "", run_id=None):
+        self.session, self.label, self.run_id = session, label, run_id
         self.retired, self.checks, self.decisions = session.retired, session.checks, session.decisions
         self.counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
         self.oom: set[str] = set()         # devices that ran out of memory in this run
@@ -29,6 +29,7 @@ class Generation:
         self.flags: list[tuple[trials.CheckKey, torch.Tensor]] = []  # kernel outputs' finite flags
         self.hooks: dict[int, list] = {}   # ControlNet model id -> its hook handles
         self.started, self.measuring_ms = time.perf_counter(), 0.0
+        self.said_override = False         # the override found at a step is not the Scope's: said once
 
     def take_bad_keys(self) -> set[trials.CheckKey]:
         """Keys with a NaN or inf in a kernel output since the last call: one sync per device."""
@@ -52,6 +53,7 @@ class Session:
         self.retired: dict[str, str] = {}
         self.triton_streak: collections.Counter = collections.Counter()
         self.logged: set[tuple] = set()
+        self.labels: dict[str, list[int]] = {}  # a model's name -> the models of that name, in order seen
         self.reset_counters()
 
     def reset_counters(self) -> None:
@@ -61,8 +63,9 @@ class Session:
             self.last: dict[str, collections.Counter] = {}
             self.last_ms = (0.0, 0.0)  # the last generation's wall time, and the part spent timing kernels
             self.generations = 0
-            self.models: dict[str, bool] = {}
+            self.models: dict[str, str] = {}  # model label -> what the Scope did with it, this session
             self.kernel_lines: dict[str, dict[str, dict]] = {}
+            self.run_id, self.run = None, {}  # this run (a prompt): model label -> its record
 
     def backend(self, name: str) -> Optional[backends.Backend]:
         return self.extra_backends.get(name) or backends.REGISTRY.get(name)
@@ -140,11 +143,31 @@ class Session:
         with self.lock:
             self.generations += 1
             self.last_ms = ((time.perf_counter() - generation.started) * 1e3, generation.measuring_ms)
+            record = self.record(generation.run_id, generation.label)
+            record["sampling_ms"] += self.last_ms[0]
+            record["timing_ms"] += self.last_ms[1]
             if generation.counts:
                 self.last = {device: collections.Counter(c) for device, c in generation.counts.items()}
             for device, counts in generation.counts.items():
                 self.totals[device].update(counts)
+                record["counts"].setdefault(device, collections.Counter()).update(counts)
 
-    def note_model(self, message: str, scoped: bool) -> None:
+    def record(self, run_id, label: str) -> dict:
+        """The model's record in run ``run_id`` (a prompt); a new run forgets the last one's."""
         with self.lock:
-            self.models[message] = scoped
+            if run_id != self.run_id:
+                self.run_id, self.run = run_id, {}
+            return self.run.setdefault(label, {"note": self.models.get(label, "scoped"), "counts": {},
+                                               "sampling_ms": 0.0, "timing_ms": 0.0})
+
+    def label(self, message: str, model) -> str:
+        """``message``, numbered where another model of the session has it too (Wan's two experts)."""
+        with self.lock:
+            seen = self.labels.setdefault(message, [])
+            seen += [] if id(model) in seen else [id(model)]
+            return message if seen.index(id(model)) == 0 else f"{message} #{seen.index(id(model)) + 1}"
+
+    def note_model(self, label: str, note: str, run_id=None) -> None:
+        """What the Scope did with a model ("scoped", "passed through unchanged: ...", "replaced by ...")."""
+        with self.lock:
+            self.models[label] = self.record(run_id, label)["note"] = note

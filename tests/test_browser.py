@@ -70,7 +70,7 @@ def test_tiny_graph_runs_and_the_status_node_shows_its_text(session, page):
     status.wait_for(timeout=READY_MS)
     sync_api.expect(status).to_contain_text("model LTX-Video (LTXV): scoped", timeout=READY_MS)
     text = status.inner_text()
-    assert "cpu: reference_double" in text and "session" in text and "Sage" in text
+    assert "cpu: reference_double" in text and "This run" in text and "Session" in text
     page.evaluate("""() => {
         const node = window.app.graph._nodes.find(n => n.type === 'SageAttentionStatus');
         window.app.canvas.ds.scale = 1.0;

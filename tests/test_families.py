@@ -68,10 +68,11 @@ def test_sd1_and_sd2_pass_through_unchanged_and_say_why(session, config_class, m
             assert passed is model and not found.opens
     assert torch.equal(sample(passed, cond, channels=4), plain)
     assert found.message.startswith(message)
-    said = [r.getMessage() for r in caplog_sas.records if "passes the model through" in r.getMessage()]
+    said = [r.getMessage() for r in caplog_sas.records if "through unchanged" in r.getMessage()]
     assert len(said) == 1 and message in said[0]
-    assert {"model": found.message, "scoped": False} in payload(session)["models"]
-    assert f"model {found.message}: passed through unchanged" in render(payload(session))
+    name = f"{found.family.name} ({config_class})"
+    assert {"model": name, "note": f"passed through unchanged: {found.message}"} in payload(session)["models"]
+    assert f"model {name}: passed through unchanged: {message}" in render(payload(session))
 
 
 def test_unrecognised_model_passes_through_and_is_named(session):
@@ -282,7 +283,7 @@ def test_a_device_without_a_kernel_passes_a_supported_model_through_and_says_why
     for _ in range(2):
         passed, found = scope_for_family(model, Settings(), session)  # auto: no kernel on a CPU
         assert passed is model and found.opens
-    message = "FLUX.1 (Flux) on cpu: SageAttention needs a CUDA device, got cpu"
-    said = [r for r in caplog_sas.records if "passes the model through" in r.getMessage()]
+    message = "on cpu: SageAttention needs a CUDA device, got cpu"
+    said = [r for r in caplog_sas.records if "through unchanged" in r.getMessage()]
     assert len(said) == 1 and said[0].levelno == logging.WARNING and message in said[0].getMessage()
-    assert f"model {message}: passed through unchanged" in render(payload(session))
+    assert f"model FLUX.1 (Flux): passed through unchanged: {message}" in render(payload(session))

@@ -55,7 +55,7 @@ def test_without_a_kernel_the_node_passes_the_model_through_and_says_why(session
     # auto on a CPU; on a GPU, a named kernel the installed sageattention does not provide.
     choice = next(n for n in session.names() if session.resolve(n, model.load_device).bound is None)
     assert scoped_model(model, kernel=choice) is model
-    assert any("passes the model through" in r.getMessage() for r in caplog.records)
+    assert any("through unchanged" in r.getMessage() for r in caplog.records)
     line = payload(session)["devices"][str(model.load_device)]["kernels"][choice]
     assert line["kernel"] is None and line["why"]
 
@@ -73,7 +73,7 @@ def test_a_model_that_is_not_a_diffusion_model_is_refused_clearly(session):
 
 
 def test_status_node_reports_counts_and_resets(session):
-    assert "No scoped model has sampled yet" in render(payload(session))
+    assert "no scoped model in this run" in render(payload(session))
     model = tiny_flux()
     with registered(session, make_kernel("double", RecordingKernel())):
         sample(scoped_model(model, kernel="double", min_seq_len=1), flux_conditioning())
@@ -81,8 +81,39 @@ def test_status_node_reports_counts_and_resets(session):
     out = SageAttentionStatus.execute(after=None, reset_counters=True)
     text = out.result[0]
     assert f"{DEVICE}: double" in text and f"check {DEVICE} float32 d32 short keys double: passed" in text
-    assert "session: 2 SageAttention, 2 SDPA" in text and Reason.TOO_SHORT.label in text
+    assert f"{DEVICE}: 2 on the kernel, 2 on SDPA" in text and Reason.TOO_SHORT.label in text
     shown = out.ui["sage_attention_status"][0]
     assert shown["devices"][DEVICE]["session"]["sage"] == 2
     assert payload(session)["devices"][DEVICE]["session"]["sage"] == 0  # reset after showing
     assert SageAttentionStatus.fingerprint_inputs() != SageAttentionStatus.fingerprint_inputs()  # NaN: never cached
+
+
+def _status_in(prompt_id):
+    from comfy_execution.utils import CurrentNodeContext
+    with CurrentNodeContext(prompt_id, "9"):
+        return SageAttentionStatus.execute(after=None, reset_counters=False)
+
+
+def test_status_tells_this_run_from_the_session(session):
+    """Two prompts with different models, then one without a Scope, then a reset."""
+    from comfy_execution.utils import CurrentNodeContext
+    import comfy.supported_models
+    from sas_harness.models import TINY_QWEN_IMAGE, build, text_conditioning
+    flux, qwen = tiny_flux(), build(comfy.supported_models.QwenImage, TINY_QWEN_IMAGE)
+    with registered(session, make_kernel("double", RecordingKernel())):
+        with CurrentNodeContext("first", "2"):
+            sample(scoped_model(flux, kernel="double", min_seq_len=1), flux_conditioning())
+        first = _status_in("first").ui["sage_attention_status"][0]
+        with CurrentNodeContext("second", "2"):
+            sample(scoped_model(qwen, kernel="double", min_seq_len=1), text_conditioning(), latent_hw=(1, 8, 8))
+        second = _status_in("second")
+    assert [m["model"] for m in first["run"]] == ["FLUX.1 (Flux)"]
+    shown = second.ui["sage_attention_status"][0]
+    assert [m["model"] for m in shown["run"]] == ["Qwen-Image (QwenImage)"]
+    assert shown["run"][0]["devices"][DEVICE]["sage"] == TINY_QWEN_IMAGE["num_layers"]
+    assert shown["run"][0]["sampling_ms"] > 0 and "sampling" in second.result[0]
+    assert {m["model"] for m in shown["models"]} == {"FLUX.1 (Flux)", "Qwen-Image (QwenImage)"}  # the session
+    assert "no scoped model in this run" in _status_in("third, without a Scope").result[0]
+    SageAttentionStatus.execute(after=None, reset_counters=True)
+    after = payload(session, "second")
+    assert after["run"] == [] and after["models"] == [] and after["devices"][DEVICE]["session"]["sage"] == 0

@@ -32,7 +32,7 @@ def test_a_queued_prompt_samples_through_the_scope_and_the_status_reports_it(ses
     blocks = TINY_LTXV["num_layers"]
     assert "model LTX-Video (LTXV): scoped" in text
     assert "cpu: reference_double" in text
-    assert f"last generation: {blocks} SageAttention, {blocks} SDPA" in text
+    assert f"cpu: {blocks} on the kernel, {blocks} on SDPA" in text
     assert Reason.MASK.label in text
     first = entry["outputs"]["6"]["sage_attention_status"][0]
     assert first["devices"]["cpu"]["last_generation"]["sage"] == blocks
@@ -67,11 +67,45 @@ def test_a_step_window_through_the_server(server):
     assert Reason.OUTSIDE_STEPS.label in entry["outputs"]["6"]["text"][0]
 
 
+@pytest.mark.parametrize("name, value, says", [
+    ("enabled", 3, "enabled must be true or false, got 3"),
+    ("enabled", None, "enabled must be true or false, got None"),
+    ("enabled", "maybe", "enabled must be true or false, got 'maybe'"),
+    ("kernel", "nope", "kernel 'nope' is unknown; on this machine: auto"),
+    ("routing", "nope", "routing 'nope' is unknown; valid: measured, always"),
+    ("min_seq_len", "12288", "min_seq_len must be a whole number, got '12288'"),
+    ("min_seq_len", 1.5, "min_seq_len must be a whole number, got 1.5"),
+    ("min_seq_len", -1, "Value -1 smaller than min of 0"),
+    ("start_percent", "0.2", "start_percent must be a number, got '0.2'"),
+    ("first_blocks", True, "first_blocks must be a whole number, got True"),
+])
+def test_bad_inputs_are_refused_by_prompt_itself_naming_the_node_and_input(server, name, value, says):
+    prompt = tiny_prompt(seed=21)
+    prompt["2"]["inputs"][name] = value
+    status, body = server.post_raw("/prompt", {"prompt": prompt})
+    assert status == 400, body
+    errors = body["node_errors"]["2"]["errors"]
+    assert body["node_errors"]["2"]["class_type"] == "SageAttentionScope"
+    assert any(name in e["details"] and (says in e["details"] or says in e["message"]) for e in errors), errors
+    assert server.get("/system_stats")  # and the server keeps serving
+
+
+@pytest.mark.parametrize("value, sampled", [("false", 0), ("TRUE", 2)])
+def test_booleans_sent_as_text_are_read_as_what_they_say(server, value, sampled):
+    prompt = tiny_prompt(seed=22 + sampled)
+    prompt["2"]["inputs"]["enabled"] = value
+    entry = server.run_prompt(prompt)
+    assert entry["status"]["status_str"] == "success", entry["status"]
+    counts = entry["outputs"]["6"]["sage_attention_status"][0]["run"][0]["devices"]["cpu"]
+    assert counts["sage"] == sampled * TINY_LTXV["num_layers"] // 2 and (sampled or counts["sdpa"].get("disabled"))
+
+
 def test_auto_on_a_cpu_server_passes_through_and_says_why(session, server):
     entry = server.run_prompt(tiny_prompt(kernel="auto"))
     assert entry["status"]["status_str"] == "success"
     text = entry["outputs"]["6"]["text"][0]
-    assert "model LTX-Video (LTXV) on cpu: SageAttention needs a CUDA device, got cpu: passed through unchanged" in text
+    assert ("model LTX-Video (LTXV): passed through unchanged: on cpu: SageAttention needs a CUDA device, got cpu"
+            in text)
 
 
 # -- example workflows -------------------------------------------------------------------------

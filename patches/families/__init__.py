@@ -57,6 +57,12 @@ class Recognition:
     def opens(self) -> bool:
         return self.family is not None and self.family.opens
 
+    @property
+    def name(self) -> str:
+        """The model as Status names it: "FLUX.1 (FluxSchnell)", or its config class alone."""
+        config = self.config_class.rsplit(".", 1)[-1]
+        return f"{self.family.name} ({config})" if self.family else config
+
 
 # Filled at import by the modules of this package; never changed after.
 REGISTRY: dict[str, Family] = {}

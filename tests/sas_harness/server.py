@@ -94,6 +94,16 @@ class Server:
         except urllib.error.HTTPError as exc:
             raise AssertionError(f"POST {path} -> {exc.code}: {exc.read().decode()[:2000]}") from None
 
+    def post_raw(self, path: str, payload: dict) -> tuple[int, dict]:
+        """(HTTP status, JSON body), error statuses included."""
+        request = urllib.request.Request(self.url + path, data=json.dumps(payload).encode(),
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=60) as r:
+                return r.status, json.loads(r.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read() or b"null")
+
     def run_prompt(self, prompt: dict, timeout_s: float = 120) -> dict:
         """Queues an API-format prompt and returns its /history entry once it is done."""
         prompt_id = self.post("/prompt", {"prompt": prompt})["prompt_id"]

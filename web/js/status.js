@@ -1,5 +1,5 @@
-// Renders the Sage Attention Status node's payload in the node body after it runs: one line
-// per model and kernel, a small table of call counts, then checks and routing decisions.
+// Renders the Sage Attention Status node's payload in the node body after it runs: this run's
+// models with their counters and time, then the session: kernels, checks, routing, counters.
 import { app } from "../../scripts/app.js";
 
 const NODE_ID = "SageAttentionStatus";
@@ -13,80 +13,82 @@ function el(tag, text, style) {
   return node;
 }
 
-function reasonsText(counts) {
-  return Object.entries(counts.sdpa || {}).map(([reason, n]) => `${reason} ${n}`).join(", ");
-}
+const joined = (entries) => Object.entries(entries || {}).map(([key, n]) => `${key} ${n}`).join(", ");
 
-function faultsText(counts) {
-  return Object.entries(counts.faults || {}).map(([kind, n]) => `${kind} ${n}`).join(", ");
-}
-
-function countsTable(info) {
+function countsTable(rows) {
   const table = el("table", undefined, "border-collapse:collapse;margin:2px 0 4px 0;width:100%");
   const head = el("tr");
-  for (const title of ["", "Sage", "SDPA", "why SDPA", "faults"]) {
+  for (const title of ["", "kernel", "SDPA", "why SDPA", "faults"]) {
     head.append(el("th", title, "text-align:left;padding:0 6px 0 0;opacity:.7;font-weight:normal"));
   }
   table.append(head);
-  for (const [title, counts] of [["last", info.last_generation], ["session", info.session]]) {
+  for (const [title, counts] of rows) {
     const row = el("tr");
-    const cells = [title, counts.sage, counts.sdpa_total, reasonsText(counts) || "-",
-                   faultsText(counts) || "-"];
-    for (const value of cells) row.append(el("td", String(value), "padding:0 6px 0 0"));
+    for (const value of [title, counts.sage, counts.sdpa_total, joined(counts.sdpa) || "-", joined(counts.faults) || "-"]) {
+      row.append(el("td", String(value), "padding:0 6px 0 0"));
+    }
     table.append(row);
   }
   return table;
 }
 
-// Plain text of the same payload (also the node's tooltip and what a copy gives).
-export function renderStatus(snapshot) {
-  const lines = [];
-  const sa = snapshot.sageattention || {};
-  lines.push(sa.error ? sa.error : `SageAttention ${sa.version}`);
-  for (const model of snapshot.models || []) {
-    lines.push(`model ${model.model}: ${model.scoped ? "scoped" : "passed through unchanged"}`);
+const libraries = (s) => "Installed: " + Object.entries(s.libraries || {})
+  .map(([name, version]) => `${name} ${version || "(not installed)"}`).join(", ");
+
+function seconds(model) {
+  if (!model.sampling_ms) return "";
+  const timing = model.timing_ms ? `, ${model.timing_ms.toFixed(0)} ms timing kernels` : "";
+  return ` (${(model.sampling_ms / 1000).toFixed(2)} s sampling${timing})`;
+}
+
+// Plain text of the same payload (the node's tooltip).
+export function renderStatus(s) {
+  const lines = [libraries(s), "This run:"];
+  if (!(s.run || []).length) lines.push("  no scoped model in this run");
+  for (const model of s.run || []) {
+    lines.push(`  model ${model.model}: ${model.note}${seconds(model)}`);
+    for (const [device, c] of Object.entries(model.devices || {})) {
+      lines.push(`    ${device}: ${c.sage} on the kernel, ${c.sdpa_total} on SDPA` + (joined(c.sdpa) ? ` (${joined(c.sdpa)})` : ""));
+    }
   }
-  const devices = Object.entries(snapshot.devices || {});
-  if (!devices.length) lines.push("No scoped model has sampled yet.");
-  for (const [device, info] of devices) {
-    for (const line of Object.values(info.kernels || {})) {
-      lines.push(`${device}: ${line.kernel || "SDPA only"} (${line.why})`);
-    }
-    for (const [title, counts] of [["last generation", info.last_generation], ["session", info.session]]) {
-      lines.push(`  ${title}: ${counts.sage} SageAttention, ${counts.sdpa_total} SDPA` +
-        (reasonsText(counts) ? ` (${reasonsText(counts)})` : ""));
-    }
+  lines.push(`Session (${s.generations} generations):`);
+  for (const model of s.models || []) lines.push(`  model ${model.model}: ${model.note}`);
+  for (const [device, info] of Object.entries(s.devices || {})) {
+    for (const line of Object.values(info.kernels || {})) lines.push(`  ${device}: ${line.kernel || "SDPA only"} (${line.why})`);
+    lines.push(`  ${device}: ${info.session.sage} on the kernel, ${info.session.sdpa_total} on SDPA`);
   }
   return lines.join("\n");
 }
 
-export function statusElement(snapshot) {
-  const root = el("div", undefined,
-    "font:12px monospace;white-space:pre-wrap;overflow:auto;padding:4px;line-height:1.35");
+export function statusElement(s) {
+  const root = el("div", undefined, "font:12px monospace;white-space:pre-wrap;overflow:auto;padding:4px;line-height:1.35");
   root.dataset.sageStatus = "";
-  const sa = snapshot.sageattention || {};
-  root.append(el("div", sa.error ? sa.error : `SageAttention ${sa.version}`, "font-weight:bold"));
-  for (const model of snapshot.models || []) {
-    root.append(el("div", `model ${model.model}: ${model.scoped ? "scoped" : "passed through unchanged"}`,
-      model.scoped ? "" : "color:#d9a441"));
+  root.append(el("div", libraries(s), "opacity:.8"));
+  root.append(el("div", "This run", "font-weight:bold;margin-top:4px"));
+  if (!(s.run || []).length) root.append(el("div", "no scoped model in this run", "opacity:.8"));
+  for (const model of s.run || []) {
+    const scoped = model.note.startsWith("scoped");
+    root.append(el("div", `model ${model.model}: ${model.note}${seconds(model)}`, scoped ? "" : "color:#d9a441"));
+    root.append(countsTable(Object.entries(model.devices || {})));
   }
-  const devices = Object.entries(snapshot.devices || {});
-  if (!devices.length) root.append(el("div", "No scoped model has sampled yet."));
-  for (const [device, info] of devices) {
+  root.append(el("div", `Session (${s.generations} generations)`, "font-weight:bold;margin-top:4px"));
+  for (const [device, info] of Object.entries(s.devices || {})) {
     for (const line of Object.values(info.kernels || {})) {
-      root.append(el("div", `${device}: ${line.kernel || "SDPA only"} (${line.why})`,
+      root.append(el("div", `${device}: ${line.kernel ? `${line.kernel}, ${line.version}` : "SDPA only"} (${line.why})`,
         line.kernel ? "color:#7fc97f" : "color:#d9a441"));
     }
     if (info.retired) root.append(el("div", `${device}: retired (${info.retired})`, "color:#e06c75"));
-    root.append(countsTable(info));
+    root.append(countsTable([[`${device} session`, info.session]]));
     for (const check of info.checks || []) {
       root.append(el("div", `check ${check.key}: ${check.passed ? "passed" : "FAILED -> SDPA"} ` +
         `(cos ${Number(check.cosine).toFixed(4)}, rel L2 ${Number(check.rel_l2).toFixed(3)})`,
         check.passed ? "opacity:.8" : "color:#e06c75"));
     }
-    for (const measured of info.routing || []) root.append(el("div", `routing ${measured.text}`, "opacity:.8"));
+    for (const measured of info.routing || []) {
+      root.append(el("div", `routing ${measured.text}: ${measured.calls_last} calls last generation`, "opacity:.8"));
+    }
   }
-  root.title = renderStatus(snapshot);
+  root.title = renderStatus(s);
   return root;
 }
 
