@@ -72,7 +72,8 @@ def router_of(model_patcher) -> Router | None:
 
 def outer_sample(router: Router, executor, *args, **kwargs):
     """One generation."""
-    generation = router.local.generation = Generation(router.session, router.label, run_id())
+    label = router.label + ("" if router.settings.enabled else " (Scope off)")  # a with/without comparison's two runs
+    generation = router.local.generation = Generation(router.session, label, run_id())
     try:
         return executor(*args, **kwargs)
     finally:
