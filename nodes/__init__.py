@@ -2,9 +2,10 @@
 from comfy_api.latest import ComfyExtension, io
 
 from ..patches import Session
+from . import routing_store
 
 # The pack's state for as long as ComfyUI runs: kernel choices, checks, routing, counters.
-SESSION = Session()
+SESSION = Session(store=routing_store.default_store())
 
 
 def session() -> Session:
@@ -14,6 +15,7 @@ def session() -> Session:
 
 from .scope import SageAttentionScope, strict_inputs  # noqa: E402
 from .status import SageAttentionStatus  # noqa: E402
+from .compare import SageAttentionCompare  # noqa: E402
 
 try:  # the Scope's raw inputs checked as the prompt arrives, before ComfyUI converts them
     from server import PromptServer
@@ -21,7 +23,7 @@ try:  # the Scope's raw inputs checked as the prompt arrives, before ComfyUI con
 except (ImportError, AttributeError):  # no running server: nothing arrives
     pass
 
-NODES = [SageAttentionScope, SageAttentionStatus]
+NODES = [SageAttentionScope, SageAttentionStatus, SageAttentionCompare]
 
 
 class SageAttentionScopeExtension(ComfyExtension):

@@ -47,7 +47,7 @@ def scoped_model(model, **inputs):
     settings, state = Settings(**inputs), session()
     resolution = state.resolve(settings.kernel, model.load_device)
     if settings.kernel != "auto" and resolution.bound is None:
-        state.note_kernel(str(model.load_device), settings.kernel, resolution)
+        state.resolve(settings.kernel, model.load_device, note=True)
         log.warning("Sage Attention Scope: kernel %s cannot run here (%s); using auto.", settings.kernel,
                     resolution.why)
         settings = dataclasses.replace(settings, kernel="auto")

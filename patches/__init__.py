@@ -1,10 +1,6 @@
 """The scope engine. Imports torch only; ComfyUI is imported where a model is scoped."""
-from . import backends, trials
-from .reasons import Fault, Reason
-from . import scope
-from .scope import apply_scope, router_of, scope_for_family
-from .session import Session
-from .settings import KERNEL_AUTO, ROUTING_ALWAYS, ROUTING_MEASURED, Settings
-
-__all__ = ["backends", "scope", "trials", "KERNEL_AUTO", "ROUTING_ALWAYS", "ROUTING_MEASURED", "Fault", "Reason", "Session", "Settings",
-           "apply_scope", "router_of", "scope_for_family"]
+from . import backends, scope, trials  # noqa: F401 - the package's public names
+from .reasons import Fault, Reason  # noqa: F401
+from .scope import apply_scope, router_of, scope_for_family  # noqa: F401
+from .session import Session  # noqa: F401
+from .settings import KERNEL_AUTO, ROUTING_ALWAYS, ROUTING_MEASURED, Settings  # noqa: F401

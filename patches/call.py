@@ -1,9 +1,8 @@
-"""The facts of one attention call, from what ComfyUI's ``wrap_attn`` hands an override: ``(q, k, v,
-heads, mask=None, skip_reshape=False, skip_output_reshape=False, **kwargs)``. With ``skip_reshape``
-q/k/v are (B, H, N, D), layout "HND"; otherwise (B, N, H*D), viewed as (B, N, H, D): "NHD". Only
-``mask_kind`` looks into a tensor (one sync), read only when a decision needs it. ``block`` is
-(type, index, count) where the model says which block calls (it sets ``total_blocks``: FLUX,
-Chroma, HunyuanVideo, Qwen-Image; a UNet's local ``block_index`` is no position)."""
+"""The facts of one attention call, from what ``wrap_attn`` hands an override: ``(q, k, v, heads,
+mask=None, skip_reshape=False, skip_output_reshape=False, **kwargs)``. q/k/v are (B, H, N, D) with
+``skip_reshape`` ("HND"), else (B, N, H*D), viewed as (B, N, H, D) ("NHD"). Only ``mask_kind`` looks
+into a tensor (one sync), when a decision needs it. ``block``: (type, index, count) where the model
+sets ``total_blocks`` (FLUX, Chroma, HunyuanVideo, Qwen-Image; a UNet's ``block_index`` is local)."""
 from __future__ import annotations
 
 import dataclasses
@@ -50,6 +49,8 @@ class Call:
         q, k, v, heads, hnd = a.get("q"), a.get("k"), a.get("v"), a.get("heads"), bool(a.get("skip_reshape"))
         if not all(isinstance(t, torch.Tensor) and t.ndim >= 2 for t in (q, k, v)) or not isinstance(heads, int):
             return None
+        if not hnd and q.ndim == 3 and v.ndim == 4:  # SD3 hands v as (B, N, H, D) beside (B, N, H*D) q and k
+            v = v.flatten(-2)
         options = a.get("transformer_options") or {}
         block = ((options.get("block_type", ""), options.get("block_index", 0), options["total_blocks"])
                  if isinstance(options.get("total_blocks"), int) else None)
@@ -75,16 +76,13 @@ class Call:
             return "last dimension not contiguous"
         return None
 
-    @functools.cached_property
+    @property
     def mask_kind(self) -> MaskKind:
-        return self._mask_facts()[0]
+        return self.mask_facts[0]
 
     @functools.cached_property
-    def kept_keys(self) -> int:
-        """The keys a key-padding mask keeps (all of them for other masks)."""
-        return self._mask_facts()[1]
-
-    def _mask_facts(self) -> tuple[MaskKind, int]:
+    def mask_facts(self) -> tuple[MaskKind, int]:
+        """The mask's kind and the keys it keeps (all of them but under a key-padding mask)."""
         mask = self.mask
         if mask is None or not (mask.dtype == torch.bool or mask.is_floating_point()):
             return (MaskKind.NONE if mask is None else MaskKind.MASKS), self.kv_len
@@ -110,7 +108,7 @@ class Call:
         q, k, v = (self.q, self.k, self.v) if self.skip_reshape else (t.unflatten(-1, (self.heads, -1)) for t in
                                                                         (self.q, self.k, self.v))
         if self.mask is not None and self.mask_kind is MaskKind.KEY_PADDING:
-            k, v = (t.narrow(-2 if self.skip_reshape else 1, 0, self.kept_keys) for t in (k, v))
+            k, v = (t.narrow(-2 if self.skip_reshape else 1, 0, self.mask_facts[1]) for t in (k, v))
         return tuple(t if layout == self.layout else t.transpose(1, 2) for t in (q, k, v))
 
     def output(self, out: torch.Tensor, layout: str) -> torch.Tensor:

@@ -1,14 +1,12 @@
 """The scope under torch.compile: each attention call of a traced scoped model becomes one opaque
-custom op whose implementation runs the router on the call at run time, so a scoped block
-compiles as one graph and every call is decided, checked, timed and counted as in eager mode.
-
-Custom ops take tensors and scalars: the op finds its router in ``_ROUTERS``, a weak index by id
-(plumbing that holds no state of its own), and ComfyUI's attention function by name. Keyword
-arguments that are neither (``transformer_options``: block positions) do not cross the op.
-"""
+custom op whose implementation runs the router on the call at run time, so a scoped block compiles
+as one graph and every call is decided, checked, timed and counted as in eager mode. Custom ops take
+tensors and scalars: the op finds its router in ``_ROUTERS``, a weak index by id (plumbing, no state
+of its own), and ComfyUI's attention by name; ``transformer_options`` (block positions) stays out."""
 from __future__ import annotations
 
 import importlib
+import re
 import weakref
 from typing import Optional
 
@@ -16,6 +14,8 @@ import torch
 import torch.nn.functional as F
 
 _ROUTERS: "weakref.WeakValueDictionary[str, object]" = weakref.WeakValueDictionary()
+# One op per copy of the pack in the process (ComfyUI loading a second one must not take this one's over).
+OP_NAME = "attention_" + re.sub(r"\W", "_", __name__.rpartition(".patches.")[0])
 
 
 def register(router) -> str:
@@ -27,20 +27,20 @@ def trace(router, func, args: tuple, kwargs: dict):
     """While Dynamo traces: the call as the op (``__name__``: Dynamo has no ``__qualname__`` here)."""
     a = dict(zip(("q", "k", "v", "heads", "mask"), args), **kwargs)
     precision = str(a.get("attn_precision") or "").removeprefix("torch.")
-    return torch.ops.sage_attention_scope.attention(
+    return getattr(torch.ops.sage_attention_scope, OP_NAME)(
         a["q"], a["k"], a["v"], a.get("mask"), int(a["heads"]), bool(a.get("skip_reshape")),
         bool(a.get("skip_output_reshape")), a.get("scale"), a.get("low_precision_attention", True) is not False,
         precision, f"{func.__module__}:{func.__name__}", router.key)
 
 
-@torch.library.custom_op("sage_attention_scope::attention", mutates_args=())
+@torch.library.custom_op(f"sage_attention_scope::{OP_NAME}", mutates_args=())
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor], heads: int,
               skip_reshape: bool, skip_output_reshape: bool, scale: Optional[float], low_precision: bool,
               attn_precision: str, func: str, router_key: str) -> torch.Tensor:
     module, _, name = func.partition(":")
     router, comfy_attention = _ROUTERS.get(router_key), getattr(importlib.import_module(module), name, None)
     if router is None or comfy_attention is None:  # the scoped model is gone: plain attention
-        hnd = (q, k, v) if skip_reshape else tuple(t.unflatten(-1, (heads, -1)).transpose(1, 2) for t in (q, k, v))
+        hnd = (q, k, v) if skip_reshape else tuple(t.reshape(*t.shape[:2], heads, -1).transpose(1, 2) for t in (q, k, v))
         out = F.scaled_dot_product_attention(*hnd, attn_mask=mask, scale=scale)
         return out if skip_output_reshape else out.transpose(1, 2).flatten(-2)
     # ComfyUI's attention is its wrap_attn-wrapped module attribute: _inside_attn_wrapper skips the wrapper.

@@ -1,9 +1,9 @@
 """The one decision, pure: may this call run on the kernel, and if not, why not. It reads the call's
-facts, the backend's declaration, the settings and what the run knows (``State``), and writes
-nothing. The eager override and the compiled path's op both ask it."""
+facts, the backend's declaration, the settings and what the run knows, and writes nothing; the
+eager override and the compiled path's op both ask it."""
 from __future__ import annotations
 
-from typing import Optional, Protocol
+from typing import Optional
 
 import torch
 
@@ -11,16 +11,7 @@ from .backends import Backend
 from .call import Call, MaskKind
 from .reasons import Reason
 from .settings import ROUTING_MEASURED, Settings
-from .trials import BucketKey, CheckKey, CheckResult, Decision, bucket
-
-
-class State(Protocol):  # what a generation knows: the session's record, and its own
-    retired: dict[str, str]                  # device -> why it was retired
-    checks: dict[CheckKey, CheckResult]
-    decisions: dict[BucketKey, Decision]     # measured routing
-    oom: set[str]                            # devices out of memory in this generation
-    in_steps: bool                           # this step lies inside the step window
-
+from .trials import BucketKey, CheckKey, bucket
 
 SHORT_KEYS = 512  # accuracy depends on the key length too (1.0.6: wrong at 77 keys, right at 4k)
 
@@ -35,10 +26,11 @@ def bucket_key(call: Call, backend: Backend) -> BucketKey:
                      bucket(call.kv_len))
 
 
-def decide(call: Call, backend: Optional[Backend], settings: Settings, state: State) -> Optional[Reason]:
-    """None: run the kernel. Otherwise the Reason the call stays on SDPA: what the call's own
-    arguments rule out first (cheapest first), then the windows, the device's and the kernel's
-    record, the mask (its test costs a sync), and measured routing."""
+def decide(call: Call, backend: Optional[Backend], settings: Settings, state) -> Optional[Reason]:
+    """None: run the kernel; else the Reason the call stays on SDPA. ``state`` is what the run knows
+    (a ``session.Generation``: ``retired``, ``checks``, ``decisions``, ``oom``, ``in_steps``). The
+    call's own arguments are ruled on first (cheapest first), then the windows, the device's and
+    kernel's record, the mask (its test costs a sync), and measured routing."""
     floor_q, floor_kv = settings.floors()
     if not settings.enabled:
         return Reason.DISABLED

@@ -1,9 +1,6 @@
-"""What became of an attention call: the kernel, or SDPA for one Reason; and kernel faults.
-
-A generation's counters are one Counter per device keyed by these: ``SAGE``, a ``Reason``, a
-``Fault``, ``MASK_DROPPED``, ``NO_BLOCK_POSITIONS`` (calls a block window could not place), or a
-shape bucket's (``BucketKey``, the route it took) pair.
-"""
+"""What became of an attention call. A generation counts, per device, ``SAGE``, a ``Reason``, a
+``Fault``, ``MASK_DROPPED``, ``NO_BLOCK_POSITIONS`` (calls a block window could not place) and a
+shape bucket's (``BucketKey``, the route it took) pairs."""
 from __future__ import annotations
 
 import enum
@@ -41,22 +38,18 @@ class Reason(str, enum.Enum):
     KERNEL_FAULT = "kernel_fault", "kernel raised or returned a bad result"
 
 
-class Fault(str, enum.Enum):
-    """How a kernel failed. Out of memory: the rest of the generation on SDPA on that device;
-    Triton: ``TRITON_RETIRE_AFTER`` in a row retire the device for the session; any other: that
-    call on SDPA."""
+class Fault(str, enum.Enum):  # how a kernel failed (router.fault says what follows from each)
     OOM, TRITON, OTHER, NON_FINITE, WRONG_SHAPE = "oom", "triton", "other", "non_finite", "wrong_shape"
 
 
-TRITON_RETIRE_AFTER = 3
+TRITON_RETIRE_AFTER = 3  # Triton faults in a row that retire a device for the session
 
 
-class WrongShape(ValueError):
-    """A kernel returned something other than the attention output."""
+class WrongShape(ValueError):  # a kernel returned something other than the attention output
+    pass
 
 
-_OOM_TYPES = tuple(t for t in (getattr(torch, "OutOfMemoryError", None),
-                               getattr(torch.cuda, "OutOfMemoryError", None)) if t is not None)
+_OOM_TYPES = tuple({getattr(torch, "OutOfMemoryError", MemoryError), getattr(torch.cuda, "OutOfMemoryError", MemoryError)})
 
 
 def classify(exc: BaseException) -> Fault:

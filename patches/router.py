@@ -1,12 +1,7 @@
-"""The override ComfyUI calls for every attention call of a scoped model.
-
-ComfyUI's ``wrap_attn`` calls ``transformer_options["optimized_attention_override"](func, *args,
-**kwargs)``, where ``func`` is the attention function it would have used (SDPA) and ``kwargs``
-holds ``_inside_attn_wrapper``, so ``func(*args, **kwargs)`` runs it unchanged. The router is
-that override: it reads the call's facts, asks ``decide``, runs the kernel or ``func`` (through
-an override that was there before the Scope, if any) and counts which. Only while its scope is
-open (scope.py) does it send anything to a kernel.
-"""
+"""The override ComfyUI's ``wrap_attn`` calls for every attention call of a scoped model, as
+``override(func, *args, **kwargs)``: ``func(*args, **kwargs)`` is what ComfyUI would have run (SDPA).
+The router reads the call's facts, asks ``decide``, runs the kernel or ``func`` (through an override
+that was there before the Scope, if any) and counts which; only while its scope is open (scope.py)."""
 from __future__ import annotations
 
 import importlib
@@ -54,11 +49,9 @@ class Router:
         return self.run(call, self.resolve(call.device), self.generation, func, args, kwargs)
 
     def container_function(self, q, k, v, heads, *rest, **kwargs):
-        """Newer ComfyUI's ``wrap_attn`` calls this instead of the override where a model hands q, k, v
-        in single-owner containers (``peek``/``take``), and passes no ``func``: the kernel takes the
-        tensors themselves, no copy; a declined call goes, containers and all, to ComfyUI's own path
-        (the ``optimized_attention`` of the module that made the containers, which ``_inside_attn_wrapper``
-        keeps from coming back here), so that each container is consumed exactly once."""
+        """Newer ComfyUI's ``wrap_attn`` calls this, without ``func``, where q, k, v come in single-owner
+        containers (``peek``/``take``): a declined call goes, containers and all, to the containers'
+        module's ``optimized_attention``, so that each is consumed exactly once."""
         comfy_attention = getattr(importlib.import_module(type(q).__module__), "optimized_attention")
         call, declined = self.decline(Call.from_comfy((q.peek(), k.peek(), v.peek(), heads, *rest), kwargs))
         if declined and self.previous is None:
@@ -73,7 +66,8 @@ class Router:
         generation = self.generation
         if generation is None or call is None:
             if generation is None:
-                self.session.count_outside(str(call.device) if call else "unknown")
+                with self.session.lock:
+                    self.session.totals[str(call.device) if call else "unknown"][Reason.OUTSIDE_SCOPE] += 1
             return call, True
         device, bound = str(call.device), self.resolve(call.device)
         if call.block is None and max(self.settings.first_blocks, self.settings.last_blocks) > 0:
@@ -90,16 +84,7 @@ class Router:
         return self.previous(func, *args, **kwargs) if self.previous is not None else func(*args, **kwargs)
 
     def resolve(self, device: torch.device):
-        """The kernel for this router's choice on ``device``; said once in the log and the status."""
-        session, choice = self.session, self.settings.kernel
-        resolution = session.resolve(choice, device)
-        if choice not in session.kernel_lines.get(str(device), {}):  # again after a reset
-            session.note_kernel(str(device), choice, resolution)
-            if session.first_time("kernel", str(device), choice):
-                bound = resolution.bound
-                log.info("Sage Attention Scope on %s: %s", device, f"{bound.name}, {bound.version} ({resolution.why})"
-                         if bound else f"SDPA only: {resolution.why}")
-        return resolution.bound
+        return self.session.resolve(self.settings.kernel, device, note=True).bound
 
     def run(self, call: Call, bound, generation: Generation, func, args, kwargs):
         """The kernel on an eligible call; its first call of a kind checked, its shape timed once."""
@@ -136,7 +121,7 @@ class Router:
             if not measured.use_sage:
                 counts.update((Reason.MEASURED_SLOWER, (bucket, "SDPA")))
                 return self.through(func, args, kwargs)
-        counts.update((SAGE, (bucket, bound.name)))
+        counts.update((SAGE, (bucket, bound.backend.name)))
         return result
 
     def fault(self, exc: BaseException, bound, device: str, generation: Generation, func, args, kwargs):
@@ -147,11 +132,11 @@ class Router:
         if kind is Fault.OOM:
             generation.oom.add(device)
             log.warning("%s ran out of memory on %s (%s); the rest of this generation uses SDPA there.",
-                        bound.name, device, what)
+                        bound.backend.name, device, what)
         elif session.note_fault(device, kind):
             log.warning("Attention kernels retired on %s for this session after %d Triton errors in a row (last: "
                         "%s). Clearing the Triton cache (~/.triton/cache) and restarting may help.",
                         device, session.triton_streak[device], what)
         elif session.first_time("fault", device, kind, type(exc).__qualname__):
-            log.warning("%s failed on %s, this call used SDPA (said once per kind): %s", bound.name, device, what)
+            log.warning("%s failed on %s, this call used SDPA (said once per kind): %s", bound.backend.name, device, what)
         return self.through(func, args, kwargs)

@@ -1,16 +1,21 @@
 """Putting the scope on a model: a patched clone with the router at
 ``transformer_options[OVERRIDE_KEY]`` and ModelPatcher wrappers that bound the scope. OUTER_SAMPLE
 opens it for one sampling run (a generation), DIFFUSION_MODEL for a forward made outside a sampler,
-and CALC_COND_BATCH runs each model evaluation under the step window and the non-finite guard."""
+and CALC_COND_BATCH runs each model evaluation under the step window and the non-finite guard.
+
+ComfyUI calls a ControlNet's blocks in the sampling loop without ``transformer_options``: for the
+families that want them, the scope hooks (forward pre-hooks, removed when the scope closes) each of
+its submodules whose ``forward`` takes them, handing a caller that passed none the override."""
 from __future__ import annotations
 
 import collections
 import functools
+import inspect
 import logging
 
 import torch
 
-from . import controlnets, families, trials
+from . import families, trials
 from .reasons import Fault
 from .router import Router
 from .session import Generation, Session
@@ -25,17 +30,18 @@ def scope_for_family(model_patcher, settings: Settings, session: Session):
     model of no supported family or (scope enabled) on a device without a kernel, said once."""
     found = families.recognise(model_patcher)
     label = session.label(found.name, getattr(model_patcher, "model", model_patcher))
+    label += "" if settings.enabled else " (Scope off)"  # a with/without comparison's two runs, apart
     why_not = None if found.opens else found.message
     if why_not is None and settings.enabled:
         device = model_patcher.load_device
-        resolution = session.resolve(settings.kernel, device)
+        resolution = session.resolve(settings.kernel, device, note=True)
         if resolution.bound is None:
-            session.note_kernel(str(device), settings.kernel, resolution)
             why_not = f"on {device}: {resolution.why}"
     if why_not is None:
         scoped = apply_scope(model_patcher, settings, session, found.family, label)
         previous = router_of(scoped).previous
-        session.note_model(label, "scoped" + (f"; calls it declines go to {_name(previous)}" if previous else ""), run_id())
+        note = "scoped" if settings.enabled else "Scope off: every call on ComfyUI's attention"
+        session.note_model(label, note + (f"; calls it declines go to {_name(previous)}" if previous else ""), run_id())
         return scoped, found
     session.note_model(label, f"passed through unchanged: {why_not}", run_id())
     if session.first_time("pass-through", label, why_not):
@@ -72,8 +78,7 @@ def router_of(model_patcher) -> Router | None:
 
 def outer_sample(router: Router, executor, *args, **kwargs):
     """One generation."""
-    label = router.label + ("" if router.settings.enabled else " (Scope off)")  # a with/without comparison's two runs
-    generation = router.local.generation = Generation(router.session, label, run_id())
+    generation = router.local.generation = Generation(router.session, router.label, run_id())
     try:
         return executor(*args, **kwargs)
     finally:
@@ -116,9 +121,9 @@ def one_step(router: Router, executor, model, conds, x_in, timestep, model_optio
         start, end = (model.model_sampling.percent_to_sigma(p) for p in (settings.start_percent, settings.end_percent))
         generation.in_steps = end <= float(timestep[0]) <= start
     if getattr(router.family, "scope_controlnets", False):
-        for net in controlnets.control_models(conds):
+        for net in control_models(conds):
             if id(net) not in generation.hooks:
-                generation.hooks[id(net)] = controlnets.hand_override(net, {OVERRIDE_KEY: router})
+                generation.hooks[id(net)] = hand_override(net, {OVERRIDE_KEY: router})
     return guarded(router, lambda: executor(model, conds, x_in, timestep, model_options, *args, **kwargs))
 
 
@@ -171,8 +176,40 @@ def _reaches(override, router, depth: int = 3) -> bool:
 
 def _switch_off(session: Session, generation: Generation, bad: set, what: str) -> None:
     for key in bad:
-        session.checks[key] = trials.non_finite(key)
+        session.checks[key] = trials.CheckResult(key, False)
         generation.counts[key.device][Fault.NON_FINITE] += 1
         if session.first_time("non_finite", key):
             log.warning("The attention kernel returned NaN/inf for %s after its first-call check; %s and these "
                         "calls stay on SDPA for this session.", key.label(), what)
+
+
+def control_models(conds) -> list[torch.nn.Module]:
+    """The ControlNet models attached to ``calc_cond_batch``'s conds, each chain of previous ones too."""
+    found: dict[int, torch.nn.Module] = {}
+    for cond in (c for conds_list in conds for c in conds_list or () if isinstance(c, dict)):
+        control = cond.get("control")
+        while control is not None:
+            if isinstance(getattr(control, "control_model", None), torch.nn.Module):
+                found.setdefault(id(control.control_model), control.control_model)
+            control = getattr(control, "previous_controlnet", None)
+    return list(found.values())
+
+
+def hand_override(module: torch.nn.Module, options: dict) -> list:
+    """Hooks every submodule of ``module`` whose forward takes ``transformer_options``; the handles."""
+    handles, positions = [], {}
+    for sub in module.modules():
+        forward = type(sub).forward
+        if forward not in positions:  # where transformer_options stands among its parameters, if anywhere
+            params = [p for p in inspect.signature(forward).parameters.values() if p.name != "self"]
+            positions[forward] = next((i for i, p in enumerate(params) if p.name == "transformer_options"
+                                       and p.kind != p.VAR_KEYWORD), None)
+        if positions[forward] is None:
+            continue
+
+        def inject(_module, args, kwargs, position=positions[forward]):
+            if "transformer_options" in kwargs or len(args) > position:
+                return None
+            return args, {**kwargs, "transformer_options": options}
+        handles.append(sub.register_forward_pre_hook(inject, with_kwargs=True))
+    return handles

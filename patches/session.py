@@ -1,24 +1,24 @@
-"""All mutable state of the pack, in one object that lives as long as the ComfyUI process. The pack
-makes one at load (nodes/__init__.py) and hands it to every router; a test makes its own. What it
-learns about the machine stays for the session; a reset clears the counters and per-run records."""
+"""All mutable state of the pack, in one object that lives as long as the ComfyUI process (made at
+load in nodes/__init__.py, handed to every router; a test makes its own). What it learns about the
+machine stays; a reset clears the counters and per-run records."""
 from __future__ import annotations
 
 import collections
+import logging
 import threading
 import time
-from typing import Any, Optional
+from typing import Optional
 
 import torch
 
-from . import backends, routing_store, trials
-from .reasons import TRITON_RETIRE_AFTER, Fault, Reason
+from . import backends, trials
+from .reasons import TRITON_RETIRE_AFTER, Fault
 
-_DEFAULT = object()
+log = logging.getLogger(__name__)
 
 
 class Generation:
-    """One sampling run of a scoped model: its counters per device, what it learned, and the
-    ``decide.State`` through which it reads the session."""
+    """One sampling run of a scoped model: its counters per device, and the state ``decide`` reads."""
 
     def __init__(self, session: "Session", label: str = "", run_id=None):
         self.session, self.label, self.run_id = session, label, run_id
@@ -34,25 +34,21 @@ class Generation:
     def take_bad_keys(self) -> set[trials.CheckKey]:
         """Keys with a NaN or inf in a kernel output since the last call: one sync per device."""
         flags, self.flags = self.flags, []
-        by_device = collections.defaultdict(list)
-        for key, flag in flags:
-            by_device[flag.device].append((key, flag))
-        return {key for group in by_device.values()
-                for (key, _), ok in zip(group, torch.stack([f for _, f in group]).tolist()) if not ok}
+        finite = {d: iter(torch.stack([f for _, f in flags if f.device == d]).tolist()) for d in {f.device for _, f in flags}}
+        return {key for key, flag in flags if not next(finite[flag.device])}
 
 
 class Session:
-    def __init__(self, *, store: Any = _DEFAULT, clock: trials.Clock = trials.event_clock,
+    def __init__(self, *, store=None, clock: trials.Clock = trials.event_clock,
                  finder: backends.Finder = backends.Finder()):
         self.lock = threading.RLock()
-        self.clock, self.finder, self._store = clock, finder, store
+        self.clock, self.finder, self.store = clock, finder, store
         self.extra_backends: dict[str, backends.Backend] = {}  # test doubles, benchmark probes
         self.resolutions: dict[tuple[str, str], backends.Resolution] = {}
         self.checks: dict[trials.CheckKey, trials.CheckResult] = {}
         self.decisions: dict[trials.BucketKey, trials.Decision] = {}
-        self.retired: dict[str, str] = {}
-        self.triton_streak: collections.Counter = collections.Counter()
-        self.logged: set[tuple] = set()
+        self.retired: dict[str, str] = {}  # device -> why
+        self.triton_streak, self.logged = collections.Counter(), set()
         self.labels: dict[str, list[int]] = {}  # a model's name -> the models of that name, in order seen
         self.reset_counters()
 
@@ -60,9 +56,8 @@ class Session:
         """What the Status node's reset clears: counters and per-run records."""
         with self.lock:
             self.totals: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-            self.last: dict[str, collections.Counter] = {}
-            self.last_ms = (0.0, 0.0)  # the last generation's wall time, and the part spent timing kernels
-            self.generations = 0
+            self.last: dict[str, collections.Counter] = {}  # the last generation's counters
+            self.last_ms, self.generations = (0.0, 0.0), 0  # its wall time, and the part spent timing kernels
             self.models: dict[str, str] = {}  # model label -> what the Scope did with it, this session
             self.kernel_lines: dict[str, dict[str, dict]] = {}
             self.run_id, self.run = None, {}  # this run (a prompt): model label -> its record
@@ -82,29 +77,30 @@ class Session:
     def names(self) -> list[str]:
         return ["auto", *backends.REGISTRY, *self.extra_backends]
 
-    def usable(self, devices: list[torch.device]) -> list[str]:
-        """``auto`` and every kernel that binds on one of ``devices``."""
+    def usable(self, devices: list[torch.device]) -> list[str]:  # auto and every kernel bound on one of them
         return ["auto"] + [n for n in self.names()[1:] if any(self.resolve(n, d).bound for d in devices)]
 
-    def resolve(self, choice: str, device: torch.device) -> backends.Resolution:
+    def resolve(self, choice: str, device: torch.device, note: bool = False) -> backends.Resolution:
+        """The kernel ``choice`` binds on ``device``; with ``note``, said once in the log and the status."""
         key = (choice, str(device))
         if key not in self.resolutions:
             with self.lock:
                 self.resolutions[key] = self.finder.resolve(choice, torch.device(device), self.backend)
-        return self.resolutions[key]
-
-    def note_kernel(self, device: str, choice: str, resolution: backends.Resolution) -> None:
-        bound = resolution.bound
-        with self.lock:
-            self.kernel_lines.setdefault(device, {})[choice] = {
-                "kernel": bound and bound.name, "why": resolution.why, "version": bound and bound.version}
+        found, bound = self.resolutions[key], self.resolutions[key].bound
+        if note and choice not in self.kernel_lines.get(str(device), {}):  # again after a reset
+            with self.lock:
+                self.kernel_lines.setdefault(str(device), {})[choice] = {
+                    "kernel": bound and bound.backend.name, "why": found.why, "version": bound and bound.version}
+            if self.first_time("kernel", str(device), choice):
+                log.info("Sage Attention Scope on %s: %s", device, f"{bound.backend.name}, {bound.version} ({found.why})"
+                         if bound else f"SDPA only: {found.why}")
+        return found
 
     def measure(self, key: trials.BucketKey, run_sage, run_sdpa, device: torch.device, version: str,
                 generation: Generation):
         """The bucket's decision: the one earlier sessions agreed on, else timed now (its cost added to
         ``generation``). A kernel that raises while timed loses the bucket; the error propagates."""
-        store = self._store = routing_store.default_store() if self._store is _DEFAULT else self._store
-        where = (routing_store.fingerprint(key.device, version), f"{key.kernel} {key.label()}")
+        store, where = self.store, (trials.fingerprint(key.device, version), f"{key.kernel} {key.label()}")
         saved = store.agreed(*where) if store is not None else None
         if saved is not None:
             return self.decisions.setdefault(key, trials.Decision(key, saved["sage_ms"], saved["sdpa_ms"], True))
@@ -135,17 +131,12 @@ class Session:
             self.logged.add(key)
             return new
 
-    def count_outside(self, device: str) -> None:
-        with self.lock:
-            self.totals[device][Reason.OUTSIDE_SCOPE] += 1
-
     def end_generation(self, generation: Generation) -> None:
         with self.lock:
             self.generations += 1
             self.last_ms = ((time.perf_counter() - generation.started) * 1e3, generation.measuring_ms)
             record = self.record(generation.run_id, generation.label)
-            record["sampling_ms"] += self.last_ms[0]
-            record["timing_ms"] += self.last_ms[1]
+            record["sampling_ms"], record["timing_ms"] = record["sampling_ms"] + self.last_ms[0], record["timing_ms"] + self.last_ms[1]
             if generation.counts:
                 self.last = {device: collections.Counter(c) for device, c in generation.counts.items()}
             for device, counts in generation.counts.items():

@@ -8,11 +8,10 @@ KERNEL_AUTO = "auto"
 ROUTING_MEASURED, ROUTING_ALWAYS = "measured", "always"
 ROUTINGS = (ROUTING_MEASURED, ROUTING_ALWAYS)
 MAX_SEQ_LEN = 1 << 22
-# min_seq_len 0 (auto): a call whose query is under 1024 tokens or whose key is under 512 stays on
-# SDPA on every GPU. On the H200 SDPA's whole call there (0.05 ms at 1024x1024, 0.14 ms at 16k
-# queries x 256 keys, d128) takes less than the ~0.2 ms a SageAttention call costs however small
-# (launches and quantisation, which a slower GPU pays too); InvokeAI's RTX 4090 floor, query 1536
-# and key 512, lies at or above it. Above it, measured routing decides per shape and GPU.
+# min_seq_len 0 (auto): calls with a query under 1024 tokens or a key under 512 stay on SDPA on every
+# GPU: SDPA's whole call there (H200, d128: 0.05 ms at 1024x1024, 0.14 ms at 16k x 256) is under the
+# ~0.2 ms any SageAttention call costs (launches, quantisation); InvokeAI's RTX 4090 floor (1536/512)
+# is at or above it. Above it, measured routing decides per shape and GPU.
 AUTO_FLOOR = (1024, 512)
 
 
@@ -37,8 +36,7 @@ class Settings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise ValueError(f"{name} must be a whole number from {low} to {high}, got {value!r}")
-        for name in ("start_percent", "end_percent"):
-            value = getattr(self, name)
+        for name, value in (("start_percent", self.start_percent), ("end_percent", self.end_percent)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be a number from 0.0 to 1.0, got {value!r}")
         if self.start_percent > self.end_percent:

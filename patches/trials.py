@@ -1,14 +1,15 @@
 """A kernel tried against SDPA on real calls. The first-call check: thresholds from the H200, where
 SageAttention 2 lands at relative L2 <= 0.042 (cosine >= 0.999) and sageattention 1.0.6 at 77 keys
-at 0.28 with cosine 0.999 (cosine alone cannot tell). The timing of measured routing: the arms in
-interleaved rounds, each arm's median round, so one transient cannot lock a bucket to the wrong
-side; the kernel must win by ``TIE_MARGIN`` (a near tie goes to SDPA, the exact kernel). Both arms
-are warm (the call and its check ran them), so a round is one call each: a bucket costs six calls,
-under 1% of a 20-step FLUX generation's 1140 attention calls."""
+at 0.28 with cosine 0.999 (cosine alone cannot tell). Measured routing: the arms in interleaved
+rounds, each arm's median round, so one transient cannot lock a bucket to the wrong side; the
+kernel must win by ``TIE_MARGIN`` (a near tie goes to SDPA, the exact kernel). Both arms are warm
+(the call and its check ran them), so a round is one call each: a bucket costs six calls, under 1%
+of a 20-step FLUX generation's 1140 attention calls."""
 from __future__ import annotations
 
 import dataclasses
 import time
+from pathlib import Path
 from typing import Callable, Optional
 
 import torch
@@ -34,9 +35,9 @@ class CheckKey:
 class CheckResult:
     key: CheckKey
     passed: bool
-    cosine: float
-    rel_l2: float
-    finite: bool
+    cosine: float = float("nan")
+    rel_l2: float = float("inf")
+    finite: bool = False  # a key whose kernel later returned NaN or inf keeps CheckResult(key, False)
 
     def describe(self) -> str:
         return (f"{'passed' if self.passed else 'FAILED'}: cosine {self.cosine:.5f} (min {MIN_COSINE}), relative L2 "
@@ -55,11 +56,6 @@ def compare(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float, bool]:
 def judge(key: CheckKey, out: torch.Tensor, ref: torch.Tensor) -> CheckResult:
     cosine, rel_l2, finite = compare(out, ref)
     return CheckResult(key, finite and cosine >= MIN_COSINE and rel_l2 <= MAX_REL_L2, cosine, rel_l2, finite)
-
-
-def non_finite(key: CheckKey) -> CheckResult:
-    """What is kept for a key whose kernel later returned NaN or inf."""
-    return CheckResult(key, False, float("nan"), float("inf"), False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,21 +98,21 @@ def event_clock(arm: str, fn: Callable[[], object], device: torch.device, bucket
     shows only where it starves the GPU): CUDA events on a GPU, else the wall clock."""
     for _ in range(warmup):
         fn()
-    if device.type != "cuda":
-        marks = [time.perf_counter()]
-        for _ in range(repeats):
-            fn()
-            marks.append(time.perf_counter())
-        return sorted((b - a) * 1e3 for a, b in zip(marks, marks[1:]))[repeats // 2]
-    with torch.cuda.device(device):
-        marks = [torch.cuda.Event(enable_timing=True) for _ in range(repeats + 1)]
-        marks[0].record()
-        for mark in marks[1:]:
-            fn()
-            mark.record()
-        marks[-1].synchronize()
-        return sorted(a.elapsed_time(b) for a, b in zip(marks, marks[1:]))[repeats // 2]
+    cuda = device.type == "cuda"
 
+    def mark():
+        if not cuda:
+            return time.perf_counter()
+        event = torch.cuda.Event(enable_timing=True)
+        event.record(torch.cuda.current_stream(device))
+        return event
+    marks = [mark()]
+    for _ in range(repeats):
+        fn()
+        marks.append(mark())
+    if cuda:
+        marks[-1].synchronize()
+    return sorted(a.elapsed_time(b) if cuda else (b - a) * 1e3 for a, b in zip(marks, marks[1:]))[repeats // 2]
 
 def time_both(clock: Clock, run_sage, run_sdpa, device: torch.device, key: BucketKey) -> tuple[float, float, float]:
     """(kernel ms, SDPA ms), each the median of ``ROUNDS`` interleaved rounds; and the ms the timing
@@ -127,3 +123,19 @@ def time_both(clock: Clock, run_sage, run_sdpa, device: torch.device, key: Bucke
             times[arm].append(clock(arm, run, device, key))
     spent = (WARMUP + REPEATS) * sum(map(sum, times.values()))
     return sorted(times["sage"])[ROUNDS // 2], sorted(times["sdpa"])[ROUNDS // 2], spent
+
+
+def fingerprint(device: str, kernel_version: Optional[str]) -> str:
+    """What a decision depends on besides its bucket."""
+    dev, parts = torch.device(device), [f"torch {torch.__version__}", f"kernel {kernel_version}"]
+    if dev.type == "cuda":
+        parts += [torch.cuda.get_device_name(dev), "sm%d%d" % torch.cuda.get_device_capability(dev),
+                  f"CUDA {torch.version.cuda}", f"driver {driver_version()}"]
+    return " | ".join(parts + ([] if dev.type == "cuda" else [dev.type]))
+
+
+def driver_version() -> str:
+    try:  # the kernel module's own report (Linux); elsewhere decisions key on everything else
+        return Path("/proc/driver/nvidia/version").read_text().split("Kernel Module")[1].split()[0]
+    except (OSError, IndexError):
+        return "unknown"

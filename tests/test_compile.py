@@ -3,6 +3,8 @@ implementation is the eager router, so a scoped block compiles as one graph and 
 decided by the same ``decide`` as in eager mode, checked, counted and falls back the same way."""
 from __future__ import annotations
 
+import sys
+
 import pytest
 import torch
 
@@ -50,6 +52,20 @@ def test_a_scoped_block_compiles_as_one_graph_and_matches_eager(session):
     torch.testing.assert_close(traced, eager, rtol=1e-5, atol=1e-5)
     assert len(kernel.calls) == 2  # eager, then the op at run time
     assert last_generation(session, "cpu")["sage"] == 1
+
+
+def test_a_second_copy_of_the_pack_in_the_process_leaves_the_first_ones_op_alone(session, monkeypatch):
+    """ComfyUI loading another copy of the pack (a second folder in custom_nodes, or a test) defines
+    that copy's op beside this one's: this copy's compiled calls still reach this copy's routers."""
+    import importlib.util
+    from sage_attention_scope.patches import compiled
+    spec = importlib.util.spec_from_file_location("second_copy", compiled.__file__.replace(
+        "patches/compiled.py", "__init__.py"), submodule_search_locations=[compiled.__file__.rsplit("/patches/", 1)[0]])
+    second = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "second_copy", second)
+    spec.loader.exec_module(second)
+    assert second.patches.compiled.OP_NAME != compiled.OP_NAME
+    test_a_scoped_block_compiles_as_one_graph_and_matches_eager(session)
 
 
 def test_inside_the_op_a_failing_kernel_still_falls_back_and_is_counted(session):

@@ -8,7 +8,8 @@ import torch
 
 from sage_attention_scope.nodes.status import payload
 from sage_attention_scope.nodes.status import render
-from sage_attention_scope.patches import Reason, Session, Settings, apply_scope, routing_store, trials
+from sage_attention_scope.nodes import routing_store
+from sage_attention_scope.patches import Reason, Session, Settings, apply_scope, trials
 from sas_harness.doubles import FakeClock, RecordingKernel, make_kernel, raising, reference_attention, registered
 from sas_harness.models import tiny_flux
 from sas_harness.run import attention, hnd, in_scope, last_generation, plain_attention
@@ -132,7 +133,7 @@ def test_one_transient_round_does_not_lock_the_bucket(session, model):
     assert decision.use_sage and decision.sage_ms == 1.1 and decision.sdpa_ms == 2.0
 
 
-# -- decisions kept between sessions (patches/routing_store.py) -------------------------------
+# -- decisions kept between sessions (nodes/routing_store.py) -------------------------------
 
 def _session(model, path, fake, fingerprint=None) -> tuple[dict, Session]:
     """One ComfyUI session - a fresh process: its own session and store object - making one
@@ -172,7 +173,7 @@ def test_a_saved_decision_serves_only_the_setup_that_measured_it(model, tmp_path
     for _ in range(routing_store.AGREEMENTS_TO_USE):
         _session(model, path, FakeClock(1.0, 2.0))
     # Another GPU, driver, torch or sageattention: the saved decision does not apply.
-    monkeypatch.setattr(routing_store, "fingerprint", lambda device, version: "another setup")
+    monkeypatch.setattr(trials, "fingerprint", lambda device, version: "another setup")
     fake = FakeClock(1.0, 2.0)
     _session(model, path, fake)
     assert fake.timed
@@ -190,10 +191,13 @@ def test_an_unusable_store_is_said_once_and_measuring_goes_on(model, tmp_path, c
     assert json.loads(corrupt.read_text())  # measured, then written afresh
 
 
-def test_the_store_lives_in_comfyuis_user_directory():
+def test_the_store_lives_in_comfyuis_user_directory(monkeypatch):
     try:
         import folder_paths
     except ImportError:
         from comfy.cmd import folder_paths
     store = routing_store.default_store()
     assert store is not None and store.path == Path(folder_paths.get_user_directory()) / routing_store.FILE
+    monkeypatch.undo()  # the session the pack made at load, not the test's, keeps its decisions there
+    from sage_attention_scope import nodes
+    assert nodes.SESSION.store.path == store.path

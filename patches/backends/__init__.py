@@ -1,8 +1,7 @@
 """Attention kernels. Each module here declares one library's kernels (``Backend``: what each takes,
-how it is called) and registers them at import; the engine never names one. A kernel is found in
-its library by function name and bound only where that function declares every argument its
-adapter passes (a ``**kwargs`` catch-all does not count): what is installed is read from the module
-itself, and its distribution metadata only labels it."""
+how it is called) and registers them at import. A kernel is bound to its library's function only
+where that function declares every argument its adapter passes (``**kwargs`` does not count): what
+is installed is read from the module itself; its distribution metadata only labels it."""
 from __future__ import annotations
 
 import contextlib
@@ -60,9 +59,7 @@ class Bound:
     fn: Callable
     version: str
 
-    @property
-    def name(self) -> str:
-        return self.backend.name
+    name = property(lambda self: self.backend.name)
 
     def __call__(self, call, settings) -> tuple[torch.Tensor, str]:
         layout = call.layout if call.layout in self.backend.layouts else "HND"
@@ -82,12 +79,11 @@ class Resolution(NamedTuple):  # the kernel a choice binds on a device, or None;
 
 REGISTRY: dict[str, Backend] = {}  # filled at import by the modules below; never changed after
 
-# Compute capability -> what ``auto`` tries there; the first that binds wins. SageAttention 2 as its
-# own sageattn dispatches (sageattention/core.py), except that sm86 and sm120/121 take the CUDA
-# kernel with fp32 P.V accumulation: the fp16 Triton one renders Qwen-Image black on sm86 (ComfyUI
-# #9773), FP8 P.V turns to noise past ~160k tokens on sm120 (#15263); sm87 and sm100, which its
-# sageattn refuses, try that kernel too. Then SageAttention 1, then comfy-kitchen. SageAttention 3
-# (FP4) changes images more: never chosen here, only where the user picks it.
+# Compute capability -> what ``auto`` tries, first bound wins. SageAttention 2 as its sageattn
+# dispatches, but sm86 and sm120/121 take the CUDA kernel with fp32 P.V accumulation (the fp16 Triton
+# one renders Qwen-Image black on sm86, ComfyUI #9773; FP8 P.V is noise past ~160k tokens on sm120,
+# #15263), as do sm87 and sm100, which its sageattn refuses. Then SageAttention 1, then comfy-kitchen.
+# SageAttention 3 (FP4) changes images more: only where the user picks it.
 SAGE2_BY_ARCH = {(8, 0): "sage2_fp16_cuda", (8, 6): "sage2_fp16_cuda", (8, 7): "sage2_fp16_cuda",
                  (8, 9): "sage2_fp8_cuda", (9, 0): "sage2_fp8_sm90", (10, 0): "sage2_fp16_cuda",
                  (12, 0): "sage2_fp16_cuda", (12, 1): "sage2_fp16_cuda"}
@@ -98,10 +94,9 @@ def register(*found: Backend) -> None:
     REGISTRY.update((backend.name, backend) for backend in found)
 
 
-def distribution_version(module: str) -> Optional[str]:
+def distribution_version(module: str) -> Optional[str]:  # names normalised: comfy_kitchen finds comfy-kitchen
     with contextlib.suppress(importlib.metadata.PackageNotFoundError):
-        return importlib.metadata.version(module)  # names normalised: comfy_kitchen finds comfy-kitchen
-    return None
+        return importlib.metadata.version(module)
 
 
 def missing_parameters(fn: Callable, names) -> list[str]:
@@ -138,17 +133,16 @@ class Finder:
 
     def bind(self, backend: Backend, device: torch.device, capability) -> Bound | str:
         """``backend`` bound to its installed function, or why it cannot be."""
-        why, fn, module, version = backend.unusable_on(device, capability), backend.fn, None, self.label(backend)
+        why, version = backend.unusable_on(device, capability), self.label(backend)
         if why:
             return why
+        try:
+            module = None if backend.fn else self.modules(backend.module)
+        except Exception as exc:  # noqa: BLE001 - a broken build or a missing Triton must not break loading
+            return f"{backend.module} is not installed or failed to import: {exc!r}"[:300]
+        fn = backend.fn or getattr(module, backend.function, None)
         if fn is None:
-            try:
-                module = self.modules(backend.module)
-            except Exception as exc:  # noqa: BLE001 - a broken build or a missing Triton must not break loading
-                return f"{backend.module} is not installed or failed to import: {exc!r}"[:300]
-            fn = getattr(module, backend.function, None)
-            if fn is None:
-                return f"{version} does not export {backend.function}"
+            return f"{version} does not export {backend.function}"
         missing = missing_parameters(fn, backend.params)
         if missing:
             return f"{backend.function} of {version} does not take {', '.join(missing)}; not passing arguments it would ignore"
@@ -157,11 +151,11 @@ class Finder:
         return Bound(backend, fn, version)
 
     def label(self, backend: Backend) -> str:
-        """The library and its version as its distribution says; both, where the two disagree (a
-        SageAttention 2 build whose metadata says 1.0.6)."""
-        version, major = self.versions(backend.module) if backend.module else None, re.search(r"\d+$", backend.library)
+        """The library and its distribution's version; both where they disagree (a SageAttention 2
+        build whose metadata says 1.0.6)."""
         if not backend.module:
             return backend.library
+        version, major = self.versions(backend.module), re.search(r"\d+$", backend.library)
         if version is None:
             return f"{backend.library}, version unknown (no distribution metadata for {backend.module})"
         if major and not version.startswith(major.group()):

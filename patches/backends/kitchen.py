@@ -1,8 +1,6 @@
-"""comfy-kitchen's ``int8_attention(q, k, v, *, scale=None, attn_mask=None)``: one fused INT8
-launch, (B, H, N, D) or strided views of it, fp16/bf16/fp32, head sizes up to 256 (padded to
-64/128/256 inside), masks broadcastable to (B, H, Nq, Nkv) as SDPA takes them. Accurate at every
-shape measured, but slower than SDPA on the H200: measured routing decides where it pays.
-"""
+"""comfy-kitchen's ``int8_attention(q, k, v, *, scale=None, attn_mask=None)``: one fused INT8 launch
+on (B, H, N, D) or strided views of it, head sizes up to 256 (padded inside), masks as SDPA takes
+them. Accurate everywhere measured, slower than SDPA on the H200: measured routing decides."""
 import torch
 
 from . import Backend, register

@@ -1,10 +1,6 @@
-"""SageAttention 1.x (PyPI ``sageattention`` 1.0.x): one Triton kernel, INT8 Q·K, FP16 P·V.
-
-Its ``smooth_k`` subtracts the mean from k *in place*; the adapter smooths a copy itself and
-passes ``smooth_k=False``, so the caller's k is never written (softmax is invariant to a
-per-head shift of k along the sequence). Its output at short key lengths is wrong (relative L2
-0.47 at 77 keys on the H200), which the first-call check catches.
-"""
+"""SageAttention 1.x (PyPI ``sageattention`` 1.0.x): one Triton kernel, INT8 Q·K, FP16 P·V. Its
+``smooth_k`` subtracts k's mean from k *in place*: the adapter smooths a copy (softmax ignores a
+per-head shift of k). Wrong at short keys (relative L2 0.47 at 77 on the H200): the check catches it."""
 from . import Backend, register
 
 

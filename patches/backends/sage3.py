@@ -1,12 +1,9 @@
 """SageAttention 3 (``sageattn3``, built from source): FP4 attention for Blackwell (sm120/121).
-
 ``sageattn3_blackwell(q, k, v, attn_mask=None, is_causal=False, per_block_mean=True, **kwargs)``
-takes (B, H, N, D) in fp16/bf16, ignores ``attn_mask``, always scales by D ** -0.5, dispatches
-head sizes 64 and 128 only (others are not refused, so they are gated here) and subtracts k's
-mean from k in place: the adapter hands it a smoothed copy. FP4 changes images more than INT8
-or FP8 do, so ``auto`` never picks it, and, as ComfyUI core's SageAttention 3 node, it leaves the
-first and last block of each type to SDPA unless the user says otherwise.
-"""
+takes (B, H, N, D) fp16/bf16, ignores ``attn_mask``, scales by D ** -0.5, dispatches head sizes 64
+and 128 only (without refusing others) and subtracts k's mean from k in place (it gets a smoothed
+copy). FP4 changes images more: never ``auto``, and, as core's SageAttention 3 node, the first and
+last block of each type stay on SDPA unless the user says otherwise."""
 from . import Backend, register
 
 

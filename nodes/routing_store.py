@@ -1,8 +1,9 @@
 """Measured-routing decisions kept between sessions in ComfyUI's user directory
-(``sage_attention_scope/measured_routing.json``; deleting it forgets them). A saved decision serves
-only the GPU, driver, torch (with its CUDA) and kernel library that measured it, and only once two
-sessions agreed on it, so a transient in one measurement never outlives its session. A store that
-cannot be read or written is said once and ignored."""
+(``sage_attention_scope/measured_routing.json``; deleting it forgets them), handed to the pack's
+session at load. A saved decision serves only the setup that measured it (``trials.fingerprint``:
+GPU, driver, torch with its CUDA, kernel library), and only once two sessions agreed on it, so a
+transient in one measurement never outlives its session. A store that cannot be read or written is
+said once and ignored."""
 from __future__ import annotations
 
 import json
@@ -13,41 +14,18 @@ import threading
 from pathlib import Path
 from typing import Optional
 
-import torch
 
 log = logging.getLogger(__name__)
 FILE = Path("sage_attention_scope") / "measured_routing.json"
 AGREEMENTS_TO_USE = 2  # sessions that must have measured the same winner
 
 
-def fingerprint(device: str, kernel_version: Optional[str]) -> str:
-    """What a decision depends on besides its bucket."""
-    dev, parts = torch.device(device), [f"torch {torch.__version__}", f"kernel {kernel_version}"]
-    if dev.type != "cuda":
-        return " | ".join(parts + [dev.type])
-    return " | ".join(parts + [torch.cuda.get_device_name(dev), "sm%d%d" % torch.cuda.get_device_capability(dev),
-                               f"CUDA {torch.version.cuda}", f"driver {driver_version()}"])
-
-
-def driver_version() -> str:
-    try:
-        import pynvml  # nvidia-ml-py, where installed
-        pynvml.nvmlInit()
-        return str(pynvml.nvmlSystemGetDriverVersion())
-    except Exception:  # noqa: BLE001 - else the kernel module's own report (Linux)
-        try:
-            return Path("/proc/driver/nvidia/version").read_text().split("Kernel Module")[1].split()[0]
-        except Exception:  # noqa: BLE001 - unknown: decisions still key on everything else
-            return "unknown"
-
-
 class Store:
     """One JSON file: fingerprint -> bucket -> {"use_sage", "sage_ms", "sdpa_ms", "agreed"}."""
 
     def __init__(self, path: Path):
-        self.path, self.lock, self.data = Path(path), threading.Lock(), None
+        self.path, self.lock, self.data, self.failed = Path(path), threading.Lock(), None, False
         self.offered: set[tuple[str, str]] = set()  # what this session counted already
-        self.failed = False
 
     def agreed(self, print_: str, bucket: str) -> Optional[dict]:
         with self.lock:
