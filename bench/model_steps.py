@@ -148,7 +148,7 @@ def main(argv=None):
     harness.start_fresh(pack)
     device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
     dtype = torch.float32 if args.small else torch.bfloat16
-    wanted = args.family or (["FLUX.1"] if args.small else [c.family for c in CASES])
+    wanted = args.family or (["FLUX.1"] if args.small else list(dict.fromkeys(c.family for c in CASES)))
     remote = harness.Remote(args.compare, "previous") if args.compare else None
     all_results = {}
     try:

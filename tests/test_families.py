@@ -76,11 +76,11 @@ def test_sd1_and_sd2_pass_through_unchanged_and_say_why(session, config_class, m
 
 
 def test_unrecognised_model_passes_through_and_is_named(session):
-    lumina2 = dict(TINY_Z_IMAGE, z_image_modulation=False, time_scale=1.0)
-    model = build(comfy.supported_models.Lumina2, lumina2)
+    aura_flow = dict(cond_seq_dim=32, dim=64, n_layers=2, n_double_layers=1, n_heads=2, global_conddim=64)
+    model = build(comfy.supported_models.AuraFlow, aura_flow)
     passed, found = scope_for_family(model, Settings(), session)
     assert passed is model and found.family is None
-    assert found.message == "unrecognised model Lumina2 (diffusion model comfy.ldm.lumina.model.NextDiT)"
+    assert found.message == "unrecognised model AuraFlow (diffusion model comfy.ldm.aura.mmdit.MMDiT)"
 
 
 def test_a_config_with_an_unexpected_diffusion_model_is_not_opened(session):

@@ -1,0 +1,298 @@
+"""Wan and the HunyuanVideo family beyond the generic per-family tests: HunyuanVideo's text mask,
+Wan's short CLIP cross-attention under the automatic floor, the routing of Wan 2.1 14B's real call
+shapes, the Wan calls that never reach the scope, and which family the status names."""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+
+import pytest
+import torch
+
+import comfy.supported_models
+
+from sage_attention_scope.nodes.status import payload, render
+from sage_attention_scope.patches import Reason, Settings, families, scope_for_family
+from sage_attention_scope.patches.call import Call
+from sage_attention_scope.patches.decide import bucket_key, decide
+from sage_attention_scope.patches.trials import Decision
+from sas_harness.doubles import CrossoverClock, RecordingKernel, make_kernel, registered
+from sas_harness.families import CASES, SAGE, model_of, routing_table, sample_case
+from sas_harness.cases_video import (HV_JOINT, HV_PADDING, REFINER_CALLS, TINY_HUNYUAN_IMAGE_21,
+                                     TINY_HUNYUAN_VIDEO, TINY_HUNYUAN_VIDEO_15, TINY_WAN, TINY_WAN_I2V, TINY_WAN_VACE,
+                                     WAN_CLIP, WAN_TEXT, clip_vision, hunyuan_text_last, hunyuan_video_conditioning,
+                                     joint_blocks, text_mask, wan_conditioning, wan_tokens)
+from sas_harness.models import build, sample
+from sas_harness.run import last_generation
+
+TOLERANCE = dict(rtol=1e-3, atol=1e-3)
+
+
+def _case(config_class):
+    return next(c for c in CASES if c.config_class == config_class)
+
+
+def _keys(kernel: RecordingKernel) -> list[int]:
+    """The key length of each call the kernel received."""
+    return [c["k"].shape[2 if c["layout"] == "HND" else 1] for c in kernel.calls]
+
+
+# -- HunyuanVideo's text mask -------------------------------------------------------------------
+
+@pytest.mark.parametrize("padding", [HV_PADDING, 0], ids=["padded prompt", "unpadded prompt"])
+def test_hunyuan_video_text_padding_mask_is_sliced_off_and_the_joint_calls_qualify(session, padding):
+    """A 5-token prompt padded to 8: the joint calls' mask masks its 3 padded keys for every query.
+    Where the text comes last (ComfyUI up to 0.12) those are the last keys: sliced off, the calls
+    run on the kernel without them. Unpadded, the mask is all zero: dropped."""
+    case = dataclasses.replace(_case("HunyuanVideo"), conditioning=lambda: hunyuan_video_conditioning(
+        attention_mask=text_mask(padding=padding)))
+    model = model_of(case)
+    plain = sample_case(model, case)
+    kernel = RecordingKernel()
+    with registered(session, make_kernel("double", kernel)):
+        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=case.min_seq_len), session)
+        routed = sample_case(scoped, case)
+    counts, joint = last_generation(session), joint_blocks(TINY_HUNYUAN_VIDEO)
+    # the two refiner calls over the 8 text tokens are short, whatever the mask
+    if padding and not hunyuan_text_last():  # padding between the text and the image: a mask
+        assert routing_table(counts) == {Reason.MASK: joint, Reason.TOO_SHORT: REFINER_CALLS}
+        assert counts["masks_dropped"] == 0 and kernel.calls == []
+    else:
+        assert routing_table(counts) == {SAGE: joint, Reason.TOO_SHORT: REFINER_CALLS}
+        assert counts["masks_dropped"] == joint and _keys(kernel) == [HV_JOINT - padding] * joint
+    torch.testing.assert_close(routed, plain, **TOLERANCE)
+
+
+@pytest.mark.parametrize("mask", [
+    torch.tensor([[1, 1, 0, 1, 1, 1, 1, 1]]),               # a hole inside the text: not trailing padding
+    torch.tensor([[0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0]]),  # a float mask: HunyuanVideo adds it as a bias
+], ids=["hole", "bias"])
+def test_hunyuan_video_masks_that_are_not_key_padding_stay_on_sdpa(session, mask):
+    case = dataclasses.replace(_case("HunyuanVideo"), conditioning=lambda: hunyuan_video_conditioning(
+        attention_mask=mask))
+    model = model_of(case)
+    plain = sample_case(model, case)
+    kernel = RecordingKernel()
+    with registered(session, make_kernel("double", kernel)):
+        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=case.min_seq_len), session)
+        routed = sample_case(scoped, case)
+    counts = last_generation(session)
+    assert routing_table(counts) == {Reason.MASK: joint_blocks(TINY_HUNYUAN_VIDEO), Reason.TOO_SHORT: REFINER_CALLS}
+    assert counts["masks_dropped"] == 0
+    assert kernel.calls == []
+    assert torch.equal(routed, plain)  # every call ran ComfyUI's own attention
+
+
+# -- Wan's CLIP cross-attention under the automatic floor ----------------------------------------
+
+def _wan_clip_call_opts_out() -> bool:
+    """Newer ComfyUI (0.33 read) makes Wan's CLIP cross-attention with low_precision_attention=False."""
+    import comfy.ldm.wan.model
+    return "low_precision_attention=False" in inspect.getsource(comfy.ldm.wan.model.WanI2VCrossAttention.forward)
+
+
+LAYERS = TINY_WAN["num_layers"]  # each makes three calls: self-attention, then CLIP and text cross-attention
+
+
+@pytest.mark.parametrize("latent, clip_tokens, expected, keys_on_kernel", [
+    # 1024 video tokens: self-attention (1024 keys) and the text (512 keys) pass the floor (query
+    # 1024, key 512) and are measured (the kernel wins on the tests' clock); the 257 CLIP keys do not
+    ((4, 32, 32), WAN_CLIP, {SAGE: 2 * LAYERS, Reason.TOO_SHORT: LAYERS}, {1024, WAN_TEXT}),
+    # first-last-frame: 514 CLIP keys (two images) pass the floor as well
+    ((4, 32, 32), 514, {SAGE: 3 * LAYERS}, {1024, 514, WAN_TEXT}),
+    # 960 video tokens: every query is under the floor
+    ((4, 30, 32), WAN_CLIP, {Reason.TOO_SHORT: 3 * LAYERS}, set()),
+], ids=["i2v", "flf2v", "i2v under the floor"])
+def test_wan_i2v_clip_cross_attention_is_short_under_the_automatic_floor(session, latent, clip_tokens, expected,
+                                                                         keys_on_kernel):
+    config = dict(TINY_WAN_I2V, **({"flf_pos_embed_token_number": 514} if clip_tokens == 514 else {}))
+    model = build(comfy.supported_models.WAN21_I2V, config)
+
+    def cond():
+        return wan_conditioning(clip_vision_output=clip_vision(clip_tokens),
+                                concat_latent_image=torch.zeros(1, 16, *latent))
+    plain = sample(model, cond(), latent_hw=latent)
+    kernel = RecordingKernel()
+    with registered(session, make_kernel("double", kernel)):
+        scoped, _ = scope_for_family(model, Settings(kernel="double"), session)  # min_seq_len 0: the floor
+        routed = sample(scoped, cond(), latent_hw=latent)
+    if clip_tokens == 514 and _wan_clip_call_opts_out():  # the 514-key calls pass the floor, then opt out
+        expected, keys_on_kernel = {SAGE: 2 * LAYERS, Reason.LOW_PRECISION_OPT_OUT: LAYERS}, keys_on_kernel - {514}
+    counts = last_generation(session)
+    assert routing_table(counts) == expected
+    assert set(_keys(kernel)) == keys_on_kernel
+    if Reason.TOO_SHORT in expected:
+        assert f"SDPA {expected[Reason.TOO_SHORT]}: {Reason.TOO_SHORT.label}" in render(payload(session))
+    torch.testing.assert_close(routed, plain, **TOLERANCE)
+
+
+# -- Wan 2.1 14B's real call shapes, decided with no model ----------------------------------------
+
+WAN_14B_TOKENS, WAN_14B_DIM, WAN_14B_HEADS = 21 * 30 * 52, 5120, 40  # 832x480, 81 frames: latent 21 x 60 x 104
+
+
+@dataclasses.dataclass
+class RunState:
+    """What decide() reads of a generation (decide.State): here only measured routing's decisions."""
+    decisions: dict
+    retired: dict = dataclasses.field(default_factory=dict)
+    checks: dict = dataclasses.field(default_factory=dict)
+    oom: set = dataclasses.field(default_factory=set)
+    in_steps: bool = True
+
+
+def _wan_14b_call(keys: int) -> Call:
+    """A call as ComfyUI hands Wan's attention to the override: (B, N, heads x 128), bf16. decide()
+    reads shapes only, so q/k/v are one row expanded, not 335 MB."""
+    def tokens(n):
+        return torch.empty(1, 1, WAN_14B_DIM, dtype=torch.bfloat16).expand(1, n, WAN_14B_DIM)
+    return Call.from_comfy((tokens(WAN_14B_TOKENS), tokens(keys), tokens(keys), WAN_14B_HEADS), {})
+
+
+def _measured(calls, backend, clock) -> RunState:
+    """The decisions measured routing would have stored for these calls' shape buckets on ``clock``."""
+    decisions = {}
+    for call in calls:
+        key = bucket_key(call, backend)
+        decisions[key] = Decision(key, clock("sage", None, call.device, key), clock("sdpa", None, call.device, key))
+    return RunState(decisions)
+
+
+@pytest.mark.parametrize("keys, route", [
+    (WAN_14B_TOKENS, None),          # self-attention: measured, the kernel faster -> the kernel
+    (WAN_TEXT, None),                # the text: 512 keys are not under the floor -> measured, as above
+    (WAN_CLIP, Reason.TOO_SHORT),    # the CLIP image: 257 keys are -> SDPA, never timed
+], ids=["self-attention", "text cross-attention", "CLIP cross-attention"])
+def test_wan_14b_calls_route_as_measured_above_the_floor(keys, route):
+    backend = make_kernel("double", RecordingKernel())
+    call = _wan_14b_call(keys)
+    assert call.head_dim == 128 and call.q_len == 32760 and call.kv_len == keys
+    state = _measured([call], backend, CrossoverClock(12288))  # a GPU where the kernel pays from 12k queries
+    assert decide(call, backend, Settings(), state) == route
+
+
+def test_wan_14b_text_cross_attention_goes_where_its_bucket_was_measured():
+    """The 512-key call has no rule of its own: SDPA where its bucket measured SDPA faster, and
+    TOO_SHORT only under a min_seq_len above 512. The 257-key call stays short whatever was measured."""
+    backend = make_kernel("double", RecordingKernel())
+    text, clip = _wan_14b_call(WAN_TEXT), _wan_14b_call(WAN_CLIP)
+    sdpa_faster = _measured([text, clip], backend, CrossoverClock(12288, reversed_=True))
+    assert decide(text, backend, Settings(), sdpa_faster) is Reason.MEASURED_SLOWER
+    assert decide(text, backend, Settings(min_seq_len=1024), sdpa_faster) is Reason.TOO_SHORT
+    kernel_faster = _measured([clip], backend, CrossoverClock(1))
+    assert decide(clip, backend, Settings(), kernel_faster) is Reason.TOO_SHORT
+    assert decide(text, backend, Settings(), RunState({})) is None  # not measured yet: the router times it
+
+
+# -- Wan calls made without transformer_options ---------------------------------------------------
+
+def _s2v_blocks_pass_transformer_options() -> bool:
+    """ComfyUI 0.3.75's S2V block loop drops transformer_options; 0.8 and later pass them."""
+    import comfy.ldm.wan.model
+    source = inspect.getsource(comfy.ldm.wan.model.WanModel_S2V.forward_orig)
+    return "context=context, transformer_options=transformer_options)" in source
+
+
+def _s2v_conditioning():
+    g = torch.Generator().manual_seed(4)
+    return wan_conditioning(audio_embed=torch.randn(1, 25, 1024, 4 * 2, generator=g),  # 4 audio frames a latent frame
+                            reference_latents=[torch.randn(1, 16, 1, 8, 8, generator=g)])
+
+
+def test_wan_s2v_calls_made_without_transformer_options_never_reach_the_scope(session):
+    model = build(comfy.supported_models.WAN22_S2V, dict(TINY_WAN, model_type="s2v"))
+    plain = sample(model, _s2v_conditioning(), latent_hw=(2, 8, 8))
+    kernel = RecordingKernel()
+    with registered(session, make_kernel("double", kernel)):
+        # min_seq_len 1: every call that reached the scope would run on the kernel
+        scoped, found = scope_for_family(model, Settings(kernel="double", min_seq_len=1), session)
+        assert found.family.name == "Wan"
+        routed = sample(scoped, _s2v_conditioning(), latent_hw=(2, 8, 8))
+    assert payload(session)["generations"] == 1
+    if _s2v_blocks_pass_transformer_options():
+        # newer ComfyUI: the blocks' self- and text cross-attention reach it; the audio injector does not
+        assert routing_table(last_generation(session)) == {SAGE: 2 * LAYERS}
+        torch.testing.assert_close(routed, plain, **TOLERANCE)
+    else:
+        # 0.3.75: the blocks and the audio injector run ComfyUI's own attention; nothing is counted
+        counted = payload(session)["devices"].get("cpu", {}).get("last_generation", {"sage": 0, "sdpa_total": 0})
+        assert counted["sage"] == counted["sdpa_total"] == 0 and kernel.calls == []
+        assert torch.equal(routed, plain)
+
+
+def test_wan_humo_audio_cross_attention_is_short(session):
+    """HuMo adds, per block, each latent frame's tokens (16 here) attending to its 16 audio tokens."""
+    model = build(comfy.supported_models.WAN21_HuMo, dict(TINY_WAN, model_type="humo"))
+    cond = lambda: wan_conditioning(audio_embed=torch.randn(1, 2, 8, 5, 1280,  # noqa: E731
+                                                            generator=torch.Generator().manual_seed(4)))
+    latent = (2, 8, 8)  # 32 video tokens, 16 a frame
+    plain = sample(model, cond(), latent_hw=latent)
+    with registered(session, make_kernel("double", RecordingKernel())):
+        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=wan_tokens(latent)), session)
+        routed = sample(scoped, cond(), latent_hw=latent)
+    assert routing_table(last_generation(session)) == {SAGE: 2 * LAYERS, Reason.TOO_SHORT: LAYERS}
+    torch.testing.assert_close(routed, plain, **TOLERANCE)
+
+
+# -- which family the status names -----------------------------------------------------------------
+
+# Wan classes of newer ComfyUI (0.18 to 0.33 read), absent from 0.3.75 and 0.12: a model each of its own
+# (FlowRVS a plain WanModel), their blocks Wan's.
+NEWER_WAN = [("WAN21_FlowRVS", dict(TINY_WAN, model_type="flow_rvs")),
+             ("WAN21_SCAIL", dict(TINY_WAN, model_type="scail")), ("WAN21_SCAIL2", dict(TINY_WAN, model_type="scail2")),
+             ("WAN_Animate2", dict(TINY_WAN, model_type="animate2")),
+             ("WAN22_WanDancer", dict(TINY_WAN, model_type="wandancer", in_dim=36)), ("WAN21_CausalAR_T2V", TINY_WAN)]
+
+
+@pytest.mark.parametrize("config_class, config", NEWER_WAN, ids=[name for name, _ in NEWER_WAN])
+def test_newer_wan_models_route_their_blocks_as_wan_t2v(session, config_class, config):
+    """With a text alone: per block, self-attention and the text cross-attention on the kernel. The
+    image-taking ones also make the CLIP cross-attention, here over the whole text (SCAIL, Animate 2:
+    marked low_precision_attention=False by that ComfyUI) or over no keys (WanDancer: too short)."""
+    if not hasattr(comfy.supported_models, config_class):
+        pytest.skip(f"this ComfyUI lacks comfy.supported_models.{config_class}")
+    model = build(getattr(comfy.supported_models, config_class), config)
+    latent = (2, 8, 8)
+    plain = sample(model, wan_conditioning(), latent_hw=latent)
+    kernel = RecordingKernel()
+    with registered(session, make_kernel("double", kernel)):
+        scoped, found = scope_for_family(model, Settings(kernel="double", min_seq_len=1), session)
+        assert found.family.name == "Wan"
+        routed = sample(scoped, wan_conditioning(), latent_hw=latent)
+    counts = last_generation(session)
+    assert counts["sage"] == 2 * LAYERS
+    assert set(counts["sdpa"]) <= {Reason.LOW_PRECISION_OPT_OUT.value, Reason.TOO_SHORT.value}
+    assert sorted(set(_keys(kernel))) == sorted({wan_tokens(latent), WAN_TEXT})
+    torch.testing.assert_close(routed, plain, **TOLERANCE)
+
+
+HUNYUAN_MODELS = [
+    ("HunyuanVideo", TINY_HUNYUAN_VIDEO, "HunyuanVideo"),
+    ("HunyuanVideoI2V", dict(TINY_HUNYUAN_VIDEO, in_channels=33), "HunyuanVideo"),
+    ("HunyuanVideoSkyreelsI2V", dict(TINY_HUNYUAN_VIDEO, in_channels=32), "HunyuanVideo"),
+    ("HunyuanVideo15", TINY_HUNYUAN_VIDEO_15, "HunyuanVideo 1.5"),
+    ("HunyuanVideo15_SR_Distilled", dict(TINY_HUNYUAN_VIDEO_15, in_channels=98), "HunyuanVideo 1.5"),
+    ("HunyuanImage21", TINY_HUNYUAN_IMAGE_21, "HunyuanImage 2.1"),
+    ("HunyuanImage21Refiner", dict(TINY_HUNYUAN_VIDEO, in_channels=128, out_channels=64, vec_in_dim=None,
+                                   patch_size=[1, 1, 1]), "HunyuanImage 2.1"),
+]
+WAN_MODELS = [(name, config, "Wan") for name, config in [
+    ("WAN21_T2V", TINY_WAN), ("WAN21_I2V", TINY_WAN_I2V), ("WAN21_FunControl2V", dict(TINY_WAN_I2V, in_dim=48)),
+    ("WAN21_Camera", dict(TINY_WAN, model_type="camera", in_dim=32)),
+    ("WAN22_Camera", dict(TINY_WAN, model_type="camera_2.2", in_dim=36)), ("WAN21_Vace", TINY_WAN_VACE),
+    ("WAN21_HuMo", dict(TINY_WAN, model_type="humo")), ("WAN22_S2V", dict(TINY_WAN, model_type="s2v")),
+    ("WAN22_Animate", dict(TINY_WAN_I2V, model_type="animate", num_layers=5)),
+    ("WAN22_T2V", dict(TINY_WAN, in_dim=48, out_dim=48)),
+] + NEWER_WAN]
+
+
+@pytest.mark.parametrize("config_class, config, family", HUNYUAN_MODELS + WAN_MODELS,
+                         ids=[name for name, _, _ in HUNYUAN_MODELS + WAN_MODELS])
+def test_status_names_the_family_of_each_config_class(session, config_class, config, family):
+    if not hasattr(comfy.supported_models, config_class):
+        pytest.skip(f"this ComfyUI lacks comfy.supported_models.{config_class}")
+    model = build(getattr(comfy.supported_models, config_class), config)
+    with registered(session, make_kernel("double", RecordingKernel())):
+        scoped, found = scope_for_family(model, Settings(kernel="double"), session)
+    assert scoped is not model and found.family is families.REGISTRY[family]
+    assert f"model {family} ({config_class}): scoped" in render(payload(session))
