@@ -8,7 +8,7 @@ bash "$root/scripts/setup-env.sh"
 comfy="${COMFYUI_PATH:-$root/.comfyui/ComfyUI}"
 base="$root/.comfyui/base"
 mkdir -p "$base/custom_nodes"
-ln -sfn "$root" "$base/custom_nodes/comfyui-sage-attention-scope"
+ln -sfn "$root" "$base/custom_nodes/sage-attention-scope"
 flags=(--listen 127.0.0.1 --port "${PORT:-8188}" --base-directory "$base"
        --database-url "sqlite:///:memory:" --disable-auto-launch)
 [ "${SAS_GPU:-0}" = "1" ] || flags+=(--cpu)

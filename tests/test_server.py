@@ -182,3 +182,12 @@ def test_example_workflow_loads_in_this_comfyui(session, path, server):
         assert in_socket["link"] == link_id and link_id in nodes[src]["outputs"][src_slot]["links"]
     problems = {f"{n['type']} #{n['id']}": p for n in nodes.values() if (p := _widget_problems(n, info[n["type"]]))}
     assert not problems, f"{path.name}: {problems}"
+
+
+def test_the_first_start_prints_no_import_failure_and_no_missing_package_banner(server):
+    """What set-up installs is what ComfyUI looks for at start: its audio nodes load (torchaudio),
+    the templates and embedded docs are there, and every custom node imports."""
+    log = server.log.read_text(errors="replace")
+    assert "sage_attention_scope" in log and "/system_stats" not in log  # the start, as ComfyUI printed it
+    for banner in ("IMPORT FAILED", "not installed", "package not found", "Cannot import", "torchaudio missing"):
+        assert banner not in log, f"{banner!r} in ComfyUI's start: {log[:6000]}"
