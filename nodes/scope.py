@@ -17,7 +17,8 @@ log = logging.getLogger(__name__)
 TOOLTIPS = {
     "model": "The diffusion model to scope (from a model loader).",
     "enabled": "Off: every call keeps SDPA; the output is identical to no node.",
-    "kernel": "auto picks the kernel for this GPU and what is installed; or pick one by name.",
+    "kernel": "auto picks the kernel for this GPU and what is installed (SageAttention 2, else 1, else "
+              "comfy-kitchen; never SageAttention 3's FP4 unless picked); or pick one by name.",
     "min_seq_len": "0 (auto): calls with a query under 1024 or a key under 512 tokens stay on SDPA, where no "
                    "kernel pays on any GPU, and timing per shape decides the rest. Any other number: calls whose "
                    "query or key is shorter stay on SDPA.",
@@ -60,6 +61,14 @@ def kernel_choices() -> list[str]:
     return session().usable(devices)
 
 
+def kernel_tooltip(choices: list[str]) -> str:
+    """The kernel input's help: what each choice offered here is, in words."""
+    kernels = [f"{name}: {session().backend(name).label}" for name in choices[1:]]
+    return TOOLTIPS["kernel"] + ("\n" + "\n".join(kernels) if kernels else
+                                 " No kernel is usable on this machine (no CUDA GPU, or no kernel library "
+                                 "installed for it): the Scope keeps SDPA; Status says what to install.")
+
+
 class _Invalid(str):
     """A raw prompt value ComfyUI would coerce silently ("maybe" to True, 1.5 to 1), replaced by what
     is wrong with it: ComfyUI's conversion of it fails, so ``/prompt`` answers 400 naming the node and
@@ -94,7 +103,7 @@ def strict_inputs(json_data: dict) -> dict:
 class SageAttentionScope(io.ComfyNode):
     @classmethod
     def define_schema(cls) -> io.Schema:
-        d = Settings()
+        d, choices = Settings(), kernel_choices()
         return io.Schema(
             node_id=NODE_ID,
             display_name="Sage Attention Scope",
@@ -105,7 +114,7 @@ class SageAttentionScope(io.ComfyNode):
             inputs=[
                 io.Model.Input("model", tooltip=TOOLTIPS["model"]),
                 io.Boolean.Input("enabled", default=d.enabled, tooltip=TOOLTIPS["enabled"]),
-                io.Combo.Input("kernel", options=kernel_choices(), default=d.kernel, tooltip=TOOLTIPS["kernel"]),
+                io.Combo.Input("kernel", options=choices, default=d.kernel, tooltip=kernel_tooltip(choices)),
                 io.Int.Input("min_seq_len", default=d.min_seq_len, min=0, max=MAX_SEQ_LEN, step=256,
                              tooltip=TOOLTIPS["min_seq_len"]),
                 io.Boolean.Input("first_call_check", default=d.first_call_check, tooltip=TOOLTIPS["first_call_check"]),

@@ -6,6 +6,7 @@ import collections
 import dataclasses
 from typing import Any, Optional
 
+import torch
 from comfy_api.latest import io
 
 from ..patches import Fault, Reason, Session, backends, scope, trials
@@ -13,6 +14,31 @@ from ..patches.reasons import MASK_DROPPED, NO_BLOCK_POSITIONS, SAGE
 from . import session
 
 UI_KEY = "sage_attention_status"
+INSTALL_DOCS = "https://github.com/sage-attention-scope/sage-attention-scope/blob/main/docs/user-guide.md#install"
+HAVE = {  # what ``auto`` found, where it is not SageAttention 2; figures: docs/measured.md (H200)
+    None: "no kernel it can use",
+    "sage1_triton": "only SageAttention 1 (PyPI 1.0.x), slower than SDPA at every shape measured on an H200 and wrong at "
+                    "short keys (the first-call check keeps those on SDPA)",
+    "kitchen_int8": "only comfy-kitchen INT8: accurate, but slower than SDPA at every shape measured on an H200 (GPUs "
+                    "whose INT8 runs at twice FP16 may gain: measured routing finds where)"}
+
+
+def install_advice(state: Session, devices: list[torch.device]) -> list[str]:
+    """What to install, per GPU where ``auto`` has no SageAttention 2 (which pays on an H200 from about
+    12k tokens a call, at fewer on consumer GPUs): what it found and what this GPU would need."""
+    if not devices:
+        return [f"No CUDA GPU here: every call stays on SDPA (the kernels need an NVIDIA GPU). Install: {INSTALL_DOCS}"]
+    advice = []
+    for device in devices:
+        capability, found = state.finder.capability(device), state.resolve("auto", device)
+        name = found.bound and found.bound.name
+        if name not in HAVE:
+            continue
+        sage2 = backends.SAGE2_BY_ARCH.get(capability)
+        need = (f"SageAttention 2 ({sage2}), built from source" if sage2 else "a kernel library built for it")
+        advice.append(f"{device} (sm{capability[0]}{capability[1]}): auto found {HAVE[name]}"
+                      + (f" ({found.why})" if name is None else "") + f". This GPU would need {need}: {INSTALL_DOCS}")
+    return advice
 
 
 def payload(state: Session, run_id=None) -> dict[str, Any]:
@@ -26,6 +52,7 @@ def payload(state: Session, run_id=None) -> dict[str, Any]:
         run = state.run if run_id is None or run_id == state.run_id else {}
         return {
             "libraries": {b.module: state.finder.versions(b.module) for b in backends.REGISTRY.values()},
+            "advice": install_advice(state, [torch.device("cuda", i) for i in range(torch.cuda.device_count())]),
             "thresholds": {"min_cosine": trials.MIN_COSINE, "max_rel_l2": trials.MAX_REL_L2},
             "generations": state.generations,
             "preferred_attention": _checkpoints_choose_attention(),
@@ -80,7 +107,8 @@ def _counts_lines(counts: dict, indent: str) -> list[str]:
 def render(snap: dict) -> str:
     """Human-readable status from ``payload()``."""
     lines = ["Installed: " + ", ".join(f"{name} {version or '(not installed)'}"
-                                       for name, version in snap["libraries"].items()), "", "This run:"]
+                                       for name, version in snap["libraries"].items())]
+    lines += [f"Install: {line}" for line in snap["advice"]] + ["", "This run:"]
     if not snap["run"]:
         lines.append("  no scoped model in this run")
     for model in snap["run"]:

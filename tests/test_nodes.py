@@ -9,7 +9,7 @@ from sage_attention_scope.nodes.scope import SageAttentionScope, scoped_model
 from sage_attention_scope.nodes.status import SageAttentionStatus, payload, render
 from sas_harness import ROOT
 from sas_harness import host as sas_host
-from sage_attention_scope.patches import Reason, Settings, router_of
+from sage_attention_scope.patches import Reason, Session, Settings, backends, router_of
 from sas_harness.doubles import RecordingKernel, make_kernel, registered
 from sas_harness.models import DEVICE, flux_conditioning, sample, tiny_flux
 
@@ -117,3 +117,50 @@ def test_status_tells_this_run_from_the_session(session):
     SageAttentionStatus.execute(after=None, reset_counters=True)
     after = payload(session, "second")
     assert after["run"] == [] and after["models"] == [] and after["devices"][DEVICE]["session"]["sage"] == 0
+
+
+# -- what to install, and the kernel choice in words ------------------------------------------
+
+def _session_on(capability, **modules):
+    def find(name):
+        if name not in modules:
+            raise ImportError(f"No module named {name!r}")
+        return modules[name]
+    return Session(store=None, finder=backends.Finder(find, lambda m: "1.0.6" if m == "sageattention" else "0.2.40",
+                                                      capability=lambda device: capability))
+
+
+CUDA0 = torch.device("cuda", 0)
+
+
+def test_status_says_what_to_install_where_auto_has_no_sageattention_2(session):
+    from sas_harness.doubles import int8_attention, int8_attention_is_available, library, sageattention2_module
+    from sage_attention_scope.nodes.status import INSTALL_DOCS, install_advice
+    sage1 = library(sageattn=lambda q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, smooth_k=True: q)
+    kitchen = library(int8_attention=int8_attention, int8_attention_is_available=int8_attention_is_available)
+    # an H200 with PyPI's SageAttention 1 only: it names what it found and what the GPU needs
+    advice, = install_advice(_session_on((9, 0), sageattention=sage1), [CUDA0])
+    assert advice.startswith("cuda:0 (sm90): auto found only SageAttention 1") and "slower than SDPA" in advice
+    assert advice.endswith(f"This GPU would need SageAttention 2 (sage2_fp8_sm90), built from source: {INSTALL_DOCS}")
+    # an RTX 4090 with comfy-kitchen only; a Turing card with nothing at all
+    advice, = install_advice(_session_on((8, 9), comfy_kitchen=kitchen), [CUDA0])
+    assert "only comfy-kitchen INT8" in advice and "SageAttention 2 (sage2_fp8_cuda)" in advice
+    advice, = install_advice(_session_on((7, 5)), [CUDA0])
+    assert "auto found no kernel it can use (auto: comfy_kitchen is not installed" in advice
+    assert "would need a kernel library built for it" in advice
+    # SageAttention 2 there: nothing to say
+    assert install_advice(_session_on((9, 0), sageattention=sageattention2_module()), [CUDA0]) == []
+    # this CPU machine: the status says so, with the link
+    snap = payload(session)
+    assert snap["advice"] == install_advice(session, []) and INSTALL_DOCS in render(snap)
+    assert "No CUDA GPU here" in render(snap).splitlines()[1]
+
+
+def test_the_kernel_input_names_each_kernel_offered_in_words(session):
+    from sage_attention_scope.nodes.scope import kernel_tooltip
+    tooltip = kernel_tooltip(["auto", "sage2_fp8_sm90", "kitchen_int8"])
+    assert "sage2_fp8_sm90: SageAttention 2 (INT8 Q·K, FP8 P·V, Hopper)" in tooltip.splitlines()
+    assert "kitchen_int8: comfy-kitchen INT8 (Q·K and P·V in INT8)" in tooltip.splitlines()
+    schema = SageAttentionScope.define_schema()  # on this CPU machine: auto alone, and why
+    kernel = next(i for i in schema.inputs if i.id == "kernel")
+    assert kernel.options == ["auto"] and "No kernel is usable on this machine" in kernel.tooltip

@@ -43,7 +43,7 @@ function seconds(model) {
 
 // Plain text of the same payload (the node's tooltip).
 export function renderStatus(s) {
-  const lines = [libraries(s), "This run:"];
+  const lines = [libraries(s), ...(s.advice || []).map((a) => `Install: ${a}`), "This run:"];
   if (!(s.run || []).length) lines.push("  no scoped model in this run");
   for (const model of s.run || []) {
     lines.push(`  model ${model.model}: ${model.note}${seconds(model)}`);
@@ -64,6 +64,7 @@ export function statusElement(s) {
   const root = el("div", undefined, "font:12px monospace;white-space:pre-wrap;overflow:auto;padding:4px;line-height:1.35");
   root.dataset.sageStatus = "";
   root.append(el("div", libraries(s), "opacity:.8"));
+  for (const advice of s.advice || []) root.append(el("div", `Install: ${advice}`, "color:#d9a441"));
   root.append(el("div", "This run", "font-weight:bold;margin-top:4px"));
   if (!(s.run || []).length) root.append(el("div", "no scoped model in this run", "opacity:.8"));
   for (const model of s.run || []) {
