@@ -160,14 +160,15 @@ def _measured(calls, backend, clock) -> RunState:
 
 @pytest.mark.parametrize("keys, route", [
     (WAN_14B_TOKENS, None),          # self-attention: measured, the kernel faster -> the kernel
-    (WAN_TEXT, None),                # the text: 512 keys are not under the floor -> measured, as above
+    (WAN_TEXT, Reason.MEASURED_SLOWER),  # the text: 512 keys are not under the floor -> measured: 32k x 512
+                                         # is far less work than the crossover -> SDPA
     (WAN_CLIP, Reason.TOO_SHORT),    # the CLIP image: 257 keys are -> SDPA, never timed
 ], ids=["self-attention", "text cross-attention", "CLIP cross-attention"])
 def test_wan_14b_calls_route_as_measured_above_the_floor(keys, route):
     backend = make_kernel("double", RecordingKernel())
     call = _wan_14b_call(keys)
     assert call.head_dim == 128 and call.q_len == 32760 and call.kv_len == keys
-    state = _measured([call], backend, CrossoverClock(12288))  # a GPU where the kernel pays from 12k queries
+    state = _measured([call], backend, CrossoverClock(12288))  # the H200: the kernel pays from 12k-token self-attention
     assert decide(call, backend, Settings(), state) == route
 
 
@@ -176,7 +177,7 @@ def test_wan_14b_text_cross_attention_goes_where_its_bucket_was_measured():
     TOO_SHORT only under a min_seq_len above 512. The 257-key call stays short whatever was measured."""
     backend = make_kernel("double", RecordingKernel())
     text, clip = _wan_14b_call(WAN_TEXT), _wan_14b_call(WAN_CLIP)
-    sdpa_faster = _measured([text, clip], backend, CrossoverClock(12288, reversed_=True))
+    sdpa_faster = _measured([text, clip], backend, CrossoverClock(12288))
     assert decide(text, backend, Settings(), sdpa_faster) is Reason.MEASURED_SLOWER
     assert decide(text, backend, Settings(min_seq_len=1024), sdpa_faster) is Reason.TOO_SHORT
     kernel_faster = _measured([clip], backend, CrossoverClock(1))

@@ -169,14 +169,16 @@ def library(**functions):
 
 
 class CrossoverClock:
-    """A clock on which the kernel takes 1 ms and SDPA 2 ms from ``tokens`` query tokens on (by the
-    bucket), and the kernel 3 ms below: a GPU where the kernel pays from there."""
+    """A clock on which the kernel takes 1 ms and SDPA 2 ms from the work of a ``tokens``-token
+    self-attention on (query x key tokens, by the bucket), and the kernel 3 ms below: a GPU where the
+    kernel pays from there, as SageAttention 2 pays on the H200 from 12-16k tokens of self-attention
+    and not on a long query over a few hundred keys (its fixed cost a call stays)."""
 
     def __init__(self, tokens: int, reversed_=False):
         self.tokens, self.reversed = tokens, reversed_
 
     def __call__(self, arm, fn, device, bucket):
-        kernel_wins = (bucket.q_bucket >= self.tokens) != self.reversed
+        kernel_wins = (bucket.q_bucket * bucket.kv_bucket >= self.tokens ** 2) != self.reversed
         return 2.0 if arm == "sdpa" else (1.0 if kernel_wins else 3.0)
 
 
