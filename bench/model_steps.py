@@ -5,15 +5,20 @@ least 1024 tokens on the kernel: the ceiling for today's kernels). Arms take tur
 orders, each after one warm-up generation of its own (the first generation's time, which holds the
 first-call checks and measured routing, is reported apart).
 
-    python bench/model_steps.py [--small] [--family FLUX.1 Qwen-Image] [--size 1024 2048]
+    python bench/model_steps.py [--small] [--family FLUX.1 Qwen-Image SD3@1024] [--size 1024 2048]
                                 [--depth full] [--steps 5] [--warm-steps 2] [--kernel auto]
                                 [--scope routing=always min_seq_len=1] [--compare DIR] [--out DIR]
 
-Per step: the mean of the steps after ``--warm-steps`` in each generation (cfg 1, one batch: one
-forward per step), the median over rounds. Random weights, bf16 (fp32 tiny configs with --small,
-which CI runs). --depth full builds the released checkpoints' depth (FLUX.1 dev: 19 + 38 blocks);
-otherwise one or two blocks. --compare DIR runs the Scope arms of another tree of the pack in a
-process of its own, interleaved.
+Per step: the mean of the steps after ``--warm-steps`` in each generation (default 2 warm-up + 3
+timed steps; cfg 1, one batch: one forward per step), the median over rounds; each arm's peak GPU
+memory. Random weights, bf16 (fp32 tiny configs with --small, which CI runs). --depth full builds the
+released checkpoints' depth (FLUX.1 dev: 19 + 38 blocks); otherwise one or two blocks. A family
+with image sizes runs at each --size, or at the one its NAME@SIZE names; video families at their
+own latent (Wan 2.1 14B 832x480x81, "Wan 2.2 5B" 1280x704x121, HunyuanVideo 848x480x73 under a
+short prompt's mask). --compare DIR runs the Scope arms of another tree of the pack in a process of
+its own, interleaved. The video and DiT run of the GPU issue (docs/gpu-runs.md):
+
+    python bench/model_steps.py --depth full --family Wan "Wan 2.2 5B" HunyuanVideo SD3@1024 SD3@2048 Chroma@1024
 """
 from __future__ import annotations
 
@@ -34,7 +39,7 @@ import comfy.model_management  # noqa: E402
 from sage_attention_scope.nodes.status import payload
 from sas_harness import arms as harness  # noqa: E402
 from sas_harness.arm_orders import balanced_orders  # noqa: E402
-from sas_harness.families import CASES, lacking  # noqa: E402
+from sas_harness.families import BENCH_MODELS, CASES, SIZES, lacking  # noqa: E402
 from sas_harness.host import comfyui_version, import_pack  # noqa: E402
 from sas_harness.step_arms import Generations, rel_l2  # noqa: E402
 
@@ -51,7 +56,7 @@ def blind(bound, model):
                 or call.dtype not in backend.dtypes or call.head_dim not in backend.head_dims
                 or call.layout not in backend.layouts):
             return func(*args, **kwargs)
-        return call.output(bound(call, _NO_SMOOTHING, call.layout), call.layout)
+        return call.output(*bound(call, _NO_SMOOTHING))
 
     patched = model.clone()
     patched.model_options.setdefault("transformer_options", {})["optimized_attention_override"] = override
@@ -89,7 +94,8 @@ def run_model(pack, family, size, args, device, dtype, remote=None) -> dict:
         for name in ("scope", "always"):
             runners[f"{name} ({remote.label})"] = (lambda name: lambda ref: remote.ask(
                 "steps.run", name=name, steps=args.steps, reference=ref))(name)
-    results = {name: {"step_ms": [], "first": None} for name in runners}
+    results = {name: {"step_ms": [], "first": None, "peak_gib": None} for name in runners}
+    runners = {name: peak_memory(run, results[name], device) for name, run in runners.items()}
     reference = Path(tempfile.mkdtemp()) / "no_node.pt"
     for name, run in runners.items():  # one warm-up generation each: checks, routing, compilation
         got = run(None)
@@ -117,16 +123,30 @@ def run_model(pack, family, size, args, device, dtype, remote=None) -> dict:
     return results
 
 
+def peak_memory(run, result: dict, device):
+    """``run``, noting the most GPU memory its generations held, weights included (this process's
+    arms; another tree's arms run in their own process and report none)."""
+    def measured(reference):
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+        got = run(reference)
+        if device.type == "cuda" and not isinstance(got, dict):
+            result["peak_gib"] = max(result["peak_gib"] or 0.0, torch.cuda.max_memory_allocated(device) / 2 ** 30)
+        return got
+    return measured
+
+
 def to_markdown(all_results: dict, header: str) -> str:
     lines = [header, "", "| model | arm | ms/step | × no node | final latent rel L2 vs no node | first generation ms "
-             "| calls kernel/SDPA (last generation) |", "|---|---|---|---|---|---|---|"]
+             "| peak GiB | calls kernel/SDPA (last generation) |", "|---|---|---|---|---|---|---|---|"]
     for label, results in all_results.items():
         base = results["no node"]["ms_per_step"]
         for name, r in results.items():
             device_counts = next(iter(r.get("counts", {}).values()), None)
             calls = f"{device_counts['sage']}/{device_counts['sdpa_total']}" if device_counts else "–"
+            peak = f"{r['peak_gib']:.1f}" if r.get("peak_gib") else "–"
             lines.append(f"| {label} | {name} | {r['ms_per_step']:.1f} | {base / r['ms_per_step']:.3f} | "
-                         f"{r['rel_l2']:.5f} | {r['first_ms']:.0f} | {calls} |")
+                         f"{r['rel_l2']:.5f} | {r['first_ms']:.0f} | {peak} | {calls} |")
     return "\n".join(lines) + "\n"
 
 
@@ -152,13 +172,14 @@ def main(argv=None):
     remote = harness.Remote(args.compare, "previous") if args.compare else None
     all_results = {}
     try:
-        for family in wanted:
-            why = lacking(next(c for c in CASES if c.family == family))
+        for wanted_one in wanted:
+            family, _, at = wanted_one.partition("@")
+            why = lacking(next(c for c in CASES if c.family == BENCH_MODELS.get(family, (family,))[0]))
             if why:
                 print(f"{family}: skipped, {why}", flush=True)
                 continue
-            sized = family in ("FLUX.1", "FLUX.2", "Qwen-Image", "Z-Image", "SDXL") and not args.small
-            for size in (args.size if sized else [None]):
+            sized = family in SIZES and not args.small
+            for size in (([int(at)] if at else args.size) if sized else [None]):
                 label = f"{family}{f' {size}²' if size else ''} ({'tiny' if args.small else args.depth + ' depth'})"
                 all_results[label] = run_model(pack, family, size, args, device, dtype, remote)
                 print(label, json.dumps({n: r["ms_per_step"] for n, r in all_results[label].items()}), flush=True)
@@ -166,8 +187,9 @@ def main(argv=None):
         if remote is not None:
             remote.close()
     libraries = pack.nodes.status.payload(pack.nodes.SESSION)["libraries"]
-    header = (f"{args.steps} euler steps a generation, the mean of the last {args.steps - args.warm_steps}, median of the "
-              f"rounds (balanced orders), cfg 1; {'float32 tiny configs' if args.small else 'bfloat16, random weights'}; "
+    header = (f"{args.steps} euler steps a generation ({args.warm_steps} warm-up + {args.steps - args.warm_steps} timed: the "
+              f"mean of the timed), median of the rounds (balanced orders); cfg 1, batch 1 (a step is one forward); "
+              f"{'float32 tiny configs' if args.small else 'bfloat16, random weights'}; peak GPU memory per arm; "
               f"device {torch.cuda.get_device_name(0) if device.type == 'cuda' else 'CPU'}, ComfyUI {comfyui_version()}, "
               f"torch {torch.__version__}, " + ", ".join(f"{n} {v or '(not installed)'}" for n, v in libraries.items())
               + f"; Scope kernel input {args.kernel}" + (f", scope arm {' '.join(args.scope)}" if args.scope else ""))

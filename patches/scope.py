@@ -29,7 +29,7 @@ def scope_for_family(model_patcher, settings: Settings, session: Session):
     """(the scoped clone, Recognition) for a model the scope serves; ``model_patcher`` itself for a
     model of no supported family or (scope enabled) on a device without a kernel, said once."""
     found = families.recognise(model_patcher)
-    label = session.label(found.name, getattr(model_patcher, "model", model_patcher))
+    label = session.label(found.name, getattr(model_patcher, "model", model_patcher), run_id())
     label += "" if settings.enabled else " (Scope off)"  # a with/without comparison's two runs, apart
     why_not = None if found.opens else found.message
     if why_not is None and settings.enabled:

@@ -49,7 +49,7 @@ class Session:
         self.decisions: dict[trials.BucketKey, trials.Decision] = {}
         self.retired: dict[str, str] = {}  # device -> why
         self.triton_streak, self.logged = collections.Counter(), set()
-        self.labels: dict[str, list[int]] = {}  # a model's name -> the models of that name, in order seen
+        self.labels: tuple = (None, {})  # (run, a model's name -> the ids of the models of that name in it)
         self.reset_counters()
 
     def reset_counters(self) -> None:
@@ -151,10 +151,13 @@ class Session:
             return self.run.setdefault(label, {"note": self.models.get(label, "scoped"), "counts": {},
                                                "sampling_ms": 0.0, "timing_ms": 0.0})
 
-    def label(self, message: str, model) -> str:
-        """``message``, numbered where another model of the session has it too (Wan's two experts)."""
+    def label(self, message: str, model, run_id=None) -> str:
+        """``message``, numbered where another model of this run has it too (Wan 2.2's two experts, in
+        the order their Scopes ran); a new run (prompt) numbers afresh, as ComfyUI may reload models."""
         with self.lock:
-            seen = self.labels.setdefault(message, [])
+            if self.labels[0] != run_id:
+                self.labels = (run_id, {})
+            seen = self.labels[1].setdefault(message, [])
             seen += [] if id(model) in seen else [id(model)]
             return message if seen.index(id(model)) == 0 else f"{message} #{seen.index(id(model)) + 1}"
 

@@ -51,16 +51,23 @@ def kernels_table() -> str:
     return "\n".join(rows)
 
 
+# Whole generations at full depth through the Scope's defaults, per step against no node (H200, bf16,
+# SageAttention 2.2 sm90, torch 2.11, ComfyUI 0.3.75, 2026-12-04, before the engine redesign: docs/
+# measured.md). A family without a figure says so: never an estimate.
+PER_STEP = {"FLUX.1": "1.067× at 2048², 1.001× at 1024²", "Qwen-Image": "1.093× at 2048²"}
+
+
 def families_table() -> str:
     from sage_attention_scope.patches import families
-    models = ["| family | `comfy.supported_models` class (and subclasses) | diffusion model | scope |",
-              "|---|---|---|---|"]
+    models = ["| family | `comfy.supported_models` class (and subclasses) | diffusion model | scope | per step, "
+              "full depth, H200 |", "|---|---|---|---|---|"]
     calls = ["| family | attention call | route | why |", "|---|---|---|---|"]
     for family in sorted(families.REGISTRY.values(), key=lambda f: f.name.lower()):
         models.append(f"| {family.name} | " + ", ".join(f"`{c}`" for c in family.config_classes) + " | "
                       + ", ".join(f"`{d}`" for d in family.diffusion_models) + " | "
                       + (("opens" + (f" (needs {family.needs})" if family.needs else "")) if family.opens
-                         else f"never opens: {family.why_not}") + " |")
+                         else f"never opens: {family.why_not}") + " | "
+                      + (PER_STEP.get(family.name, "not yet measured") if family.opens else "–") + " |")
         for site in family.call_sites:
             route = ("SDPA (never reaches the scope)" if site.unreached else
                      "kernel" if site.reason is None else f"SDPA (`{site.reason.value}`)")

@@ -128,3 +128,34 @@ def test_balanced_orders_put_every_arm_everywhere_and_after_every_other_equally(
     assert set(places.values()) == {len(orders) // count}
     assert len(after) == count * (count - 1) and len(set(after.values())) == 1
     assert balanced_orders(["a"]) == [["a"]] and balanced_orders([]) == [[]]
+
+
+def test_the_blind_ceiling_arm_sends_every_long_unmasked_call_to_the_kernel(session):
+    """The GPU-only 'blind' arm of model_steps.py: no checks, no routing; a call of 1024 tokens or
+    more without a mask goes to the kernel, anything else to ComfyUI's attention."""
+    from sas_harness.models import tiny_flux
+    from sas_harness.run import attention, hnd, plain_attention
+    bench = load("model_steps")
+    kernel = RecordingKernel()
+    with registered(session, make_kernel("double", kernel, devices=("cpu",))):
+        blind = bench.blind(session.resolve("double", CPU).bound, tiny_flux())
+        long_call, short_call = hnd(n=1024), hnd(n=256)
+        for q, k, v in (long_call, short_call):
+            torch.testing.assert_close(attention(blind, q, k, v, q.shape[1], skip_reshape=True),
+                                       plain_attention(q, k, v, q.shape[1], skip_reshape=True), rtol=1e-4, atol=1e-4)
+        masked = attention(blind, *long_call, long_call[0].shape[1], skip_reshape=True, mask=torch.zeros(1024, 1024))
+    assert [call["q"].shape[-2] for call in kernel.calls] == [1024] and masked.shape == (1, 1024, 128)
+
+
+@pytest.mark.parametrize("model", ["Wan", "Wan 2.2 5B", "HunyuanVideo", "SD3", "Chroma"])
+def test_the_video_and_dit_run_of_the_gpu_issue_runs_small(session, model):
+    """Each model of the GPU run's command (docs/gpu-runs.md) through every per-step arm at --small:
+    the scoped arms reach the kernel double, and their latents match no node's."""
+    bench = load("model_steps")
+    args = argparse.Namespace(kernel="double", scope=["min_seq_len=1"], depth="reduced", small=True, steps=2,
+                              warm_steps=1, rounds=1)
+    with registered(session, make_kernel("double", RecordingKernel(), devices=("cpu",))):
+        results = bench.run_model(pack(), model, None, args, CPU, torch.float32)
+    for name in ("scope", "always"):
+        (counts,) = results[name]["counts"].values()
+        assert counts["sage"] > 0 and results[name]["rel_l2"] < 1e-3, (name, counts)

@@ -55,7 +55,7 @@ def test_flux2_and_schnell_are_told_apart_by_class(session):
 
 
 @pytest.mark.parametrize("config_class, message", [
-    ("SD15", "SD1.5 is not supported: head sizes 40/80/160 never qualify"),
+    ("SD15", "SD1.5 is not supported: unmeasured: its head sizes are 40, 80 and 160"),
     ("SD20", "SD2 is not supported: unmeasured"),
 ])
 def test_sd1_and_sd2_pass_through_unchanged_and_say_why(session, config_class, message, caplog_sas):

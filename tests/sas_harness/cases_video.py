@@ -151,7 +151,12 @@ VIDEO_WIDTHS: dict = {
     "HunyuanVideo": RealWidths(
         dict(TINY_HUNYUAN_VIDEO, vec_in_dim=768, context_in_dim=4096, hidden_size=3072, num_heads=24, depth=1,
              depth_single_blocks=1),
-        lambda: text_conditioning(tokens=256, dim=4096, pooled_output=torch.zeros(1, 768)), (19, 60, 106), 16),
+        # a short prompt: 40 of the encoder's 256 tokens, the rest padding under the text mask
+        lambda: text_conditioning(tokens=256, dim=4096, pooled_output=torch.zeros(1, 768),
+                                  attention_mask=text_mask(tokens=256, padding=216)), (19, 60, 106), 16),
+    # Wan 2.2 TI2V 5B at 1280x704x121 (VAE 16x down, 48 channels): 27,280 tokens
+    "Wan 2.2 5B": RealWidths(dict(TINY_WAN, dim=3072, ffn_dim=14336, num_heads=24, num_layers=1, in_dim=48, out_dim=48,
+                                  text_dim=4096), lambda: text_conditioning(tokens=WAN_TEXT, dim=4096), (31, 44, 80), 48),
     "HunyuanVideo 1.5": RealWidths(
         dict(TINY_HUNYUAN_VIDEO_15, context_in_dim=3584, hidden_size=2048, num_heads=16, depth=2,
              depth_single_blocks=0),
@@ -166,6 +171,7 @@ VIDEO_WIDTHS: dict = {
 # (8.3B) 54 double, no single; HunyuanImage 2.1 20 + 40.
 VIDEO_FULL_DEPTH: dict = {
     "Wan": dict(num_layers=40),
+    "Wan 2.2 5B": dict(num_layers=30),
     "HunyuanVideo": dict(depth=20, depth_single_blocks=40),
     "HunyuanVideo 1.5": dict(depth=54, depth_single_blocks=0),
     "HunyuanImage 2.1": dict(depth=20, depth_single_blocks=40),

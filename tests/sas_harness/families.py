@@ -165,16 +165,24 @@ SIZES = {
 }
 
 
-def bench_model(family: str, size: int | None, depth: str, small: bool, dtype, device):
-    """(model, conditioning, latent_hw, channels, latent) for a benchmark: the tiny test config
-    (``small``) or the released widths at ``depth`` ("full", or a number of blocks as in
-    REAL_WIDTHS), at ``size`` where the family has sizes (else its own video latent)."""
+# Benchmark models that are a family's other checkpoint: name -> (family, its config class, what its
+# tiny config (--small) changes in the family's: here the 5B's 48 latent channels).
+BENCH_MODELS = {"Wan 2.2 5B": ("Wan", "WAN22_T2V", dict(in_dim=48, out_dim=48))}
+
+
+def bench_model(name: str, size: int | None, depth: str, small: bool, dtype, device):
+    """(model, conditioning, latent_hw, channels, latent) for a benchmark of a family (or a model of
+    BENCH_MODELS): the tiny test config (``small``) or the released widths at ``depth`` ("full", or
+    a number of blocks as in REAL_WIDTHS), at ``size`` where it has sizes (else its own latent)."""
+    family, config_class, tiny = BENCH_MODELS.get(name, (name, None, {}))
     case = next(c for c in CASES if c.family == family)
-    w = widths(case, small)
-    config = dict(w.config, **(FULL_DEPTH.get(family, {}) if depth == "full" and not small else {}))
-    latent_hw = w.latent_hw if small or size is None else SIZES.get(family, {}).get(size, w.latent_hw)
-    model = build(getattr(comfy.supported_models, case.config_class), config, dtype=dtype, device=device,
-                  std=0.2 if small else 0.02)
+    w = widths(case, small) if small or name == family else REAL_WIDTHS[name]
+    if small and tiny:
+        w = dataclasses.replace(w, config=dict(w.config, **tiny), channels=tiny.get("out_dim", w.channels))
+    config = dict(w.config, **(FULL_DEPTH.get(name, {}) if depth == "full" and not small else {}))
+    latent_hw = w.latent_hw if small or size is None else SIZES.get(name, {}).get(size, w.latent_hw)
+    model = build(getattr(comfy.supported_models, config_class or case.config_class), config, dtype=dtype,
+                  device=device, std=0.2 if small else 0.02)
     return model, w.conditioning, latent_hw, w.channels, w.latent
 
 

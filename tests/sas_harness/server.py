@@ -162,3 +162,25 @@ def comfyui_server(base: Path, model_files: dict[str, list[str]]):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def write_tiny_wan(path, seed: int = 0):
+    """A random-weight Wan 2.1/2.2 T2V diffusion model (``WAN21_T2V``, drawn from ``seed``) as
+    ComfyUI's UNETLoader detects it: the diffusion model's state dict, whose ``head.modulation``
+    says Wan and whose shapes give its config (model_detection). The family tests' TINY_WAN, with
+    the text width detection assumes (it reads none from the weights: WanModel's 4096, UMT5-XXL).
+    Wan 2.2 A14B's high- and low-noise experts are two such files of different seeds."""
+    from safetensors.torch import save_file
+
+    import comfy.model_detection
+    from . import families  # noqa: F401 - imports cases_video after what it builds on
+    from .cases_video import TINY_WAN
+    config = dict(TINY_WAN, text_dim=4096)  # WanModel's default, which model_detection leaves in place
+    model = build(comfy.supported_models.WAN21_T2V, config, seed=seed, device=torch.device("cpu"))
+    weights = {k: v.contiguous() for k, v in model.model.diffusion_model.state_dict().items()}
+    detected = comfy.model_detection.model_config_from_unet(weights, "")
+    if type(detected) is not comfy.supported_models.WAN21_T2V or any(
+            detected.unet_config.get(k, v) != v for k, v in config.items() if k != "text_dim"):
+        raise AssertionError(f"ComfyUI detects {type(detected).__name__} {getattr(detected, 'unet_config', None)} "
+                             f"in the tiny Wan weights, not WAN21_T2V {config}")
+    save_file(weights, str(path))
