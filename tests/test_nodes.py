@@ -164,3 +164,11 @@ def test_the_kernel_input_names_each_kernel_offered_in_words(session):
     schema = SageAttentionScope.define_schema()  # on this CPU machine: auto alone, and why
     kernel = next(i for i in schema.inputs if i.id == "kernel")
     assert kernel.options == ["auto"] and "No kernel is usable on this machine" in kernel.tooltip
+
+
+def test_same_named_models_are_numbered_within_a_run(session):
+    """Wan 2.2's two experts are 'Wan' and 'Wan #2' in the order their Scopes ran; a later prompt,
+    for which ComfyUI may have reloaded both, numbers them afresh instead of going on to #3."""
+    high, low, high_reloaded = object(), object(), object()
+    assert [session.label("Wan", m, "prompt 1") for m in (high, low, high)] == ["Wan", "Wan #2", "Wan"]
+    assert session.label("Wan", high_reloaded, "prompt 2") == "Wan"
