@@ -101,6 +101,28 @@ def test_a_check_at_long_keys_never_clears_short_keys(session):
     torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)
 
 
+def test_wan_i2v_clip_cross_attention_fails_its_own_short_key_check(session):
+    """Wan I2V with every call eligible: the 512-token self-attention and 512-key text
+    cross-attention (long keys) run on a kernel that is wrong at short keys, while the 257-key
+    CLIP cross-attention fails its own check and stays on SDPA for the session."""
+    case = next(c for c in CASES if c.config_class == "WAN21_I2V")
+    model = build(getattr(comfy.supported_models, case.config_class), case.unet_config)
+    cond = case.conditioning()
+    plain = sample(model, cond, latent_hw=case.latent_hw, channels=case.channels)
+    kernel = RecordingKernel(wrong_at_short_keys)
+    layers = case.unet_config["num_layers"]
+    with registered(session, make_kernel("double", kernel)):
+        scoped = apply_scope(model, Settings(kernel="double", min_seq_len=1, routing="always"), session)
+        for _ in range(2):
+            routed = sample(scoped, cond, latent_hw=case.latent_hw, channels=case.channels)
+            assert routing_table(last_generation(session)) == {SAGE: 2 * layers, Reason.CHECK_FAILED: layers}
+    checks = {c["key"]: c["passed"] for c in payload(session)["devices"]["cpu"]["checks"]}
+    assert checks == {"cpu float32 d128 long keys double": True, "cpu float32 d128 short keys double": False}
+    keys = [call["k"].shape[2 if call["layout"] == "HND" else 1] for call in kernel.calls]
+    assert 257 in keys[:3] and keys.count(257) == 1  # checked once, then never sent again
+    torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)
+
+
 # -- the kernel auto picks per compute capability -----------------------------------------------
 
 ROWS = [((7, 5), "kitchen_int8"), ((8, 0), "sage2_fp16_cuda"), ((8, 6), "sage2_fp16_cuda"),
