@@ -39,20 +39,27 @@ def _keys(kernel: RecordingKernel) -> list[int]:
 
 # -- HunyuanVideo's text mask -------------------------------------------------------------------
 
-@pytest.mark.parametrize("padding", [HV_PADDING, 0], ids=["padded prompt", "unpadded prompt"])
-def test_hunyuan_video_text_padding_mask_is_sliced_off_and_the_joint_calls_qualify(session, padding):
-    """A 5-token prompt padded to 8: the joint calls' mask masks its 3 padded keys for every query.
-    Where the text comes last (ComfyUI up to 0.12) those are the last keys: sliced off, the calls
-    run on the kernel without them. Unpadded, the mask is all zero: dropped."""
+def _hunyuan_video_under(session, mask):
+    """(plain output, scoped output, the kernel double, the counters) of one step of the tiny
+    HunyuanVideo whose text carries ``mask``."""
     case = dataclasses.replace(_case("HunyuanVideo"), conditioning=lambda: hunyuan_video_conditioning(
-        attention_mask=text_mask(padding=padding)))
+        attention_mask=mask))
     model = model_of(case)
     plain = sample_case(model, case)
     kernel = RecordingKernel()
     with registered(session, make_kernel("double", kernel)):
         scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=case.min_seq_len), session)
         routed = sample_case(scoped, case)
-    counts, joint = last_generation(session), joint_blocks(TINY_HUNYUAN_VIDEO)
+    return plain, routed, kernel, last_generation(session)
+
+
+@pytest.mark.parametrize("padding", [HV_PADDING, 0], ids=["padded prompt", "unpadded prompt"])
+def test_hunyuan_video_text_padding_mask_is_sliced_off_and_the_joint_calls_qualify(session, padding):
+    """A 5-token prompt padded to 8: the joint calls' mask masks its 3 padded keys for every query.
+    Where the text comes last (ComfyUI up to 0.12) those are the last keys: sliced off, the calls
+    run on the kernel without them. Unpadded, the mask is all zero: dropped."""
+    plain, routed, kernel, counts = _hunyuan_video_under(session, text_mask(padding=padding))
+    joint = joint_blocks(TINY_HUNYUAN_VIDEO)
     # the two refiner calls over the 8 text tokens are short, whatever the mask
     if padding and not hunyuan_text_last():  # padding between the text and the image: a mask
         assert routing_table(counts) == {Reason.MASK: joint, Reason.TOO_SHORT: REFINER_CALLS}
@@ -68,15 +75,7 @@ def test_hunyuan_video_text_padding_mask_is_sliced_off_and_the_joint_calls_quali
     torch.tensor([[0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0]]),  # a float mask: HunyuanVideo adds it as a bias
 ], ids=["hole", "bias"])
 def test_hunyuan_video_masks_that_are_not_key_padding_stay_on_sdpa(session, mask):
-    case = dataclasses.replace(_case("HunyuanVideo"), conditioning=lambda: hunyuan_video_conditioning(
-        attention_mask=mask))
-    model = model_of(case)
-    plain = sample_case(model, case)
-    kernel = RecordingKernel()
-    with registered(session, make_kernel("double", kernel)):
-        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=case.min_seq_len), session)
-        routed = sample_case(scoped, case)
-    counts = last_generation(session)
+    plain, routed, kernel, counts = _hunyuan_video_under(session, mask)
     assert routing_table(counts) == {Reason.MASK: joint_blocks(TINY_HUNYUAN_VIDEO), Reason.TOO_SHORT: REFINER_CALLS}
     assert counts["masks_dropped"] == 0
     assert kernel.calls == []
