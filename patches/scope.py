@@ -154,8 +154,8 @@ def run_id():
         from comfy_execution.utils import get_executing_context
     except ImportError:
         return None
-    context = get_executing_context()
-    return context and context.prompt_id
+    context = get_executing_context()  # the pip-installable ComfyUI names the prompt task_id
+    return context and (getattr(context, "prompt_id", None) or getattr(context, "task_id", None))
 
 
 def _name(override) -> str:

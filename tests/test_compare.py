@@ -2,6 +2,7 @@
 import json
 import math
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -16,9 +17,12 @@ from sage_attention_scope.nodes.scope import scoped_model
 @pytest.fixture(autouse=True)
 def temp_dir(tmp_path, monkeypatch):
     """The preview PNGs go to a test folder, not the ComfyUI tree's temp/."""
-    import folder_paths
+    try:
+        import folder_paths
+    except ImportError:  # the pip-installable ComfyUI's layout
+        from comfy.cmd import folder_paths
     monkeypatch.setattr(folder_paths, "temp_directory", str(tmp_path))
-    return tmp_path
+    return Path(folder_paths.get_temp_directory())  # the pip-installable ComfyUI keeps its own
 
 
 def image(seed=0, batch=1, h=32, w=48):

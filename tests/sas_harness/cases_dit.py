@@ -22,12 +22,22 @@ TINY_SD3 = dict(in_channels=16, out_channels=16, patch_size=2, depth=2, num_bloc
                 context_embedder_config={"target": "torch.nn.Linear",
                                          "params": {"in_features": 32, "out_features": 128}},
                 qk_norm="rms", x_block_self_attn_layers=[0])
+def newer_fields(module: str, params: str, **defaults) -> dict:
+    """``defaults`` for the fields a newer ComfyUI's ``params`` dataclass has (its model_detection's
+    values), none where this ComfyUI's lacks them (it would refuse them)."""
+    import importlib
+    fields = getattr(getattr(importlib.import_module(module), params), "__dataclass_fields__", {})
+    return {name: value for name, value in defaults.items() if name in fields}
+
+
 TINY_CHROMA = dict(image_model="chroma", in_channels=64, out_channels=64, context_in_dim=32, hidden_size=64,
                    mlp_ratio=2.0, num_heads=2, depth=1, depth_single_blocks=1, axes_dim=[8, 12, 12], theta=10000,
-                   patch_size=2, qkv_bias=True, in_dim=64, out_dim=64, hidden_dim=32, n_layers=1)  # in_dim: fixed 64
+                   patch_size=2, qkv_bias=True, in_dim=64, out_dim=64, hidden_dim=32, n_layers=1,  # in_dim: fixed 64
+                   **newer_fields("comfy.ldm.chroma.model", "ChromaParams", txt_ids_dims=[], vec_in_dim=None))
 TINY_CHROMA_RADIANCE = dict(TINY_CHROMA, image_model="chroma_radiance", in_channels=3, out_channels=3, patch_size=16,
                             nerf_hidden_size=16, nerf_mlp_ratio=2, nerf_depth=1, nerf_max_freqs=4, nerf_tile_size=512,
-                            nerf_final_head_type="conv", nerf_embedder_dtype=torch.float32)
+                            nerf_final_head_type="conv", nerf_embedder_dtype=torch.float32,
+                            **newer_fields("comfy.ldm.chroma_radiance.model", "ChromaRadianceParams", use_x0=False))
 TINY_HIDREAM = dict(image_model="hidream", patch_size=2, in_channels=16, out_channels=16, num_layers=1,
                     num_single_layers=1, attention_head_dim=32, num_attention_heads=2, caption_channels=[32, 32],
                     text_emb_dim=32, num_routed_experts=4, num_activated_experts=2, axes_dims_rope=[16, 8, 8],
