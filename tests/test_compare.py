@@ -15,14 +15,16 @@ from sage_attention_scope.nodes.scope import scoped_model
 
 
 @pytest.fixture(autouse=True)
-def temp_dir(tmp_path, monkeypatch):
+def temp_dir(tmp_path):
     """The preview PNGs go to a test folder, not the ComfyUI tree's temp/."""
     try:
         import folder_paths
     except ImportError:  # the pip-installable ComfyUI's layout
         from comfy.cmd import folder_paths
-    monkeypatch.setattr(folder_paths, "temp_directory", str(tmp_path))
-    return Path(folder_paths.get_temp_directory())  # the pip-installable ComfyUI keeps its own
+    before = folder_paths.get_temp_directory()
+    folder_paths.set_temp_directory(str(tmp_path))  # both layouts have it (the pip-installable keeps no module global)
+    yield Path(folder_paths.get_temp_directory())
+    folder_paths.set_temp_directory(before)
 
 
 def image(seed=0, batch=1, h=32, w=48):
