@@ -1,6 +1,7 @@
-"""ComfyUI's own front end in headless Chromium: an example workflow loads, the tiny graph runs,
-and the Status node shows its text in the node body. Screenshots go to $SAS_ARTIFACTS (default
-.artifacts/browser/, git-ignored)."""
+"""ComfyUI's own front end in headless Chromium: the template browser shows the example workflows
+by title with their thumbnails and loads them, every example loads on the canvas, the Compare
+template runs (on the tiny model) and shows its numbers and picture, and the Status node shows its
+text. Screenshots go to $SAS_ARTIFACTS (default .artifacts/browser/, git-ignored)."""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from sas_harness import ROOT
-from sas_harness.server import tiny_prompt
+from sas_harness.models import TINY_LTXV
+from sas_harness.server import TINY_MODEL, tiny_prompt
 
 CHROMIUM = os.environ.get("SAS_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(os.environ.get("SAS_ARTIFACTS") or ROOT / ".artifacts" / "browser")
@@ -19,6 +21,10 @@ ARTIFACTS = Path(os.environ.get("SAS_ARTIFACTS") or ROOT / ".artifacts" / "brows
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 READY_MS = 90_000
+RUN_MS = 180_000  # a queued prompt on two slow CPU cores
+EXAMPLES = sorted((ROOT / "example_workflows").glob("*.json"))
+EXTRA_KEY = "sage_attention_scope"  # scripts/make_example_workflows.py EXTRA_KEY
+NO_DIALOGS = {"showMissingNodesDialog": False, "showMissingModelsDialog": False}
 
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright (pip install playwright) is not installed")
@@ -28,6 +34,44 @@ def open_ui(page, url: str) -> None:
     page.goto(url)
     page.wait_for_function("() => window.app?.graph && window.LiteGraph?.registered_node_types"
                            "?.['SageAttentionStatus']", timeout=READY_MS)
+
+
+def _workflow(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _meta(path: Path) -> dict:
+    return _workflow(path)["extra"][EXTRA_KEY]
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(".")[:3])
+
+
+def _too_new(path: Path, server) -> bool:
+    """Whether the template needs a newer ComfyUI than the server's."""
+    running = server.get("/system_stats")["system"]["comfyui_version"]
+    return _version(_meta(path)["min_comfyui_version"]) > _version(running)
+
+
+def _template(prefix: str) -> Path:
+    [path] = [p for p in EXAMPLES if p.stem.startswith(prefix)]
+    return path
+
+
+def load(page, workflow: dict, dialogs: bool = False) -> None:
+    page.evaluate("([wf, options]) => window.app.loadGraphData(wf, true, true, null, options)",
+                  [workflow, {} if dialogs else NO_DIALOGS])
+
+
+def center_on(page, node_type: str, scale: float = 1.0) -> None:
+    page.evaluate("""([type, scale]) => {
+        const node = window.app.graph._nodes.find(n => n.type === type);
+        window.app.canvas.ds.scale = scale;
+        window.app.canvas.centerOnNode(node);
+        window.app.graph.setDirtyCanvas(true, true);
+    }""", [node_type, scale])
+    page.wait_for_timeout(500)
 
 
 @pytest.fixture(scope="module")
@@ -45,37 +89,176 @@ def page(server):
         browser.close()
 
 
-def test_the_example_workflows_are_offered_as_templates(session, page, server):
+def test_the_template_browser_shows_each_templates_title_and_thumbnail_and_loads_it(session, page, server):
+    """Front end 1.32.9 shows a custom node's template by its file stem and asks for the same-name
+    .jpg; the titles are the stems (scripts/make_example_workflows.py)."""
+    listed = server.get("/workflow_templates")
+    [(folder, stems)] = [(k, v) for k, v in listed.items() if set(v) & {p.stem for p in EXAMPLES}]
+    assert sorted(stems) == sorted(p.stem for p in EXAMPLES)
     page.evaluate("() => window.app.extensionManager.command.execute('Comfy.BrowseTemplates')")
-    for path in (ROOT / "example_workflows").glob("*.json"):
-        sync_api.expect(page.get_by_text(path.stem, exact=True).first).to_be_visible(timeout=READY_MS)
+    dialog = page.get_by_role("dialog").filter(has_text="All Templates")
+    dialog.get_by_text(folder, exact=True).first.click()  # the pack's category: its folder's name
+    for path in EXAMPLES:
+        title = _meta(path)["title"]
+        heading = dialog.get_by_role("heading", name=title, exact=True)
+        heading.scroll_into_view_if_needed(timeout=READY_MS)  # cards load their pictures when in view
+        sync_api.expect(heading).to_be_visible(timeout=READY_MS)
+        # The thumbnail the card shows: loaded, and at least as large as the file's short side.
+        page.wait_for_function("alt => [...document.querySelectorAll('[role=dialog] img')].some("
+                               "i => i.alt === alt && i.complete && i.naturalWidth >= 256)", arg=title,
+                               timeout=READY_MS)
+    dialog.get_by_role("heading", name=_meta(EXAMPLES[0])["title"], exact=True).scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "templates.png"))
+    compare = _template("Compare")
+    dialog.get_by_role("heading", name=_meta(compare)["title"], exact=True).click()
+    page.wait_for_function("() => window.app.graph._nodes.some(n => n.type === 'SageAttentionCompare')",
+                           timeout=READY_MS)
+    loaded = page.evaluate("() => window.app.graph._nodes.map(n => n.type)")
+    assert sorted(loaded) == sorted(n["type"] for n in _workflow(compare)["nodes"])
     open_ui(page, server.url)  # a fresh page, without the dialog
 
 
-def test_example_workflow_loads_in_the_front_end(session, page):
-    workflow = json.loads((ROOT / "example_workflows" / "flux1_dev_text_to_image.json").read_text())
-    page.evaluate("wf => window.app.loadGraphData(wf)", workflow)
+@pytest.fixture(scope="module")
+def object_info(server):
+    return server.get("/object_info")
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_every_example_workflow_loads_on_the_canvas_without_overlapping_nodes(session, page, server, object_info,
+                                                                               path):
+    workflow = _workflow(path)
+    load(page, workflow)
     loaded = page.evaluate("() => window.app.graph._nodes.map(n => n.type)")
     assert sorted(loaded) == sorted(n["type"] for n in workflow["nodes"])
     unknown = page.evaluate("types => types.filter(t => !window.LiteGraph.registered_node_types[t])", loaded)
-    assert unknown == []
-    page.screenshot(path=str(ARTIFACTS / "example_workflow_flux1.png"))
+    info = object_info
+    if _too_new(path, server):
+        assert unknown and all(t not in info for t in unknown)
+    else:
+        assert unknown == []
+    assert page.evaluate(f"() => window.app.graph.extra[{json.dumps(EXTRA_KEY)}].title") == path.stem
+    # The front end grows each node to what its widgets need: none then covers another (title bars
+    # included); a node this ComfyUI lacks has no size of its own to check.
+    overlaps = page.evaluate("""() => {
+        const H = window.LiteGraph.NODE_TITLE_HEIGHT, known = window.LiteGraph.registered_node_types;
+        const nodes = window.app.graph._nodes.filter(n => known[n.type]), hits = [];
+        for (const a of nodes) for (const b of nodes) {
+            if (a.id >= b.id) continue;
+            const [ax, ay, aw, ah] = [a.pos[0], a.pos[1] - H, a.size[0], a.size[1] + H];
+            const [bx, by, bw, bh] = [b.pos[0], b.pos[1] - H, b.size[0], b.size[1] + H];
+            if (ax < bx + bw && bx < ax + aw && ay < by + bh && by < ay + ah) hits.push([a.type, b.type]);
+        }
+        return hits;
+    }""")
+    assert overlaps == []
+    if path.stem.startswith("FLUX.1"):
+        page.screenshot(path=str(ARTIFACTS / "example_workflow_flux1.png"))
+
+
+def test_a_template_for_a_newer_comfyui_says_so_when_loaded(session, page, server):
+    """On an older ComfyUI the front end lists the nodes it lacks, and the template's note on the
+    canvas says which ComfyUI it needs."""
+    path = _template("LTX-2")
+    if not _too_new(path, server):
+        pytest.skip(f"this ComfyUI runs {path.stem}")
+    needs = _meta(path)["min_comfyui_version"]
+    load(page, _workflow(path), dialogs=True)
+    dialog = page.get_by_role("dialog").filter(has_text="missing nodes")
+    sync_api.expect(dialog).to_be_visible(timeout=READY_MS)
+    for node_type in ("LTXAVTextEncoderLoader", "LTXVConcatAVLatent"):
+        sync_api.expect(dialog).to_contain_text(node_type)
+    page.screenshot(path=str(ARTIFACTS / "newer_comfyui_missing_nodes.png"))
+    page.keyboard.press("Escape")
+    sync_api.expect(dialog).to_be_hidden(timeout=READY_MS)
+    center_on(page, "MarkdownNote")
+    sync_api.expect(page.get_by_text(f"Needs ComfyUI {needs} or newer")).to_be_visible(timeout=READY_MS)
+    page.screenshot(path=str(ARTIFACTS / "newer_comfyui_note.png"))
+
+
+# The Compare template made runnable here: its loader, prompt and size replaced by the tiny
+# LTX-Video model, the test conditioning and a small video latent, its samplers at one step with
+# CFG 1 (the test conditioning is one prompt), and the samplers' latents compared (no VAE exists
+# for the tiny model). Everything else - the two Scopes, the shared seed, Compare, Status - is the
+# template's, edited through the front end's own graph API.
+TINY_COMPARE_JS = """([tiny, dim]) => {
+  const graph = window.app.graph, L = window.LiteGraph;
+  const all = type => graph._nodes.filter(n => n.type === type);
+  const widget = (node, name) => node.widgets.find(w => w.name === name);
+  const set = (node, values) => { for (const [k, v] of Object.entries(values)) widget(node, k).value = v; };
+  const add = (type, values, x, y) => {
+    const node = L.createNode(type);
+    graph.add(node);
+    node.pos = [x, y];
+    set(node, values);
+    return node;
+  };
+  const source = (node, name) => {
+    const input = node.inputs.find(i => i.name === name);
+    return graph.getNodeById(graph.links[input.link].origin_id);
+  };
+  const [compare] = all('SageAttentionCompare');
+  const samplers = all('KSampler');
+  const seeds = samplers.map(s => [widget(s, 'seed').value, widget(s, 'control_after_generate').value]);
+  const left = Math.min(...graph._nodes.map(n => n.pos[0]));
+  const bottom = Math.max(...graph._nodes.map(n => n.pos[1] + n.size[1]));
+  const unet = add('UNETLoader', {unet_name: tiny}, left, bottom + 100);
+  const cond = add('SASTestConditioning', {tokens: 5, dim, seed: 0}, left + 400, bottom + 100);
+  const latent = add('EmptyLTXVLatentVideo', {width: 64, height: 64, length: 9, batch_size: 1},
+                     left + 800, bottom + 100);
+  const sides = {};
+  for (const sampler of samplers) {
+    const scope = source(sampler, 'model');
+    const on = widget(scope, 'enabled').value;
+    sides[on ? 'on' : 'off'] = sampler.id;
+    unet.connect(0, scope, scope.findInputSlot('model'));
+    if (on) set(scope, {kernel: 'reference_double', routing: 'always', min_seq_len: 1});
+    for (const name of ['positive', 'negative']) cond.connect(0, sampler, sampler.findInputSlot(name));
+    latent.connect(0, sampler, sampler.findInputSlot('latent_image'));
+    set(sampler, {steps: 1, cfg: 1.0});
+    sampler.connect(0, compare, compare.findInputSlot(on ? 'latent_b' : 'latent_a'));
+  }
+  for (const type of ['CheckpointLoaderSimple', 'CLIPTextEncode', 'EmptyLatentImage', 'VAEDecode'])
+    for (const node of all(type)) graph.remove(node);
+  graph.setDirtyCanvas(true, true);
+  return {seeds, sides, types: graph._nodes.map(n => n.type)};
+}"""
+
+
+def test_the_compare_template_runs_from_the_front_end_and_shows_numbers_and_a_picture(session, page, server):
+    load(page, _workflow(_template("Compare")))
+    edited = page.evaluate(TINY_COMPARE_JS, [TINY_MODEL, TINY_LTXV["caption_channels"]])
+    (seed_a, control_a), (seed_b, control_b) = edited["seeds"]
+    assert seed_a == seed_b and control_a == control_b == "fixed"  # the template's: both runs alike
+    assert set(edited["sides"]) == {"off", "on"}
+    assert sorted(edited["types"]).count("SageAttentionScope") == 2
+    page.evaluate("() => window.app.queuePrompt(0, 1)")
+    shown = page.locator("[data-sage-compare]")
+    shown.wait_for(state="attached", timeout=RUN_MS)
+    center_on(page, "SageAttentionCompare")
+    sync_api.expect(shown).to_contain_text("Sampling time", timeout=RUN_MS)
+    text = shown.inner_text()
+    assert "left: without SageAttention | middle: with SageAttention" in text
+    assert "Latents: relative L2" in text and "cosine" in text
+    # Both runs were timed by their Scope: the one that is off, and the one that is on with its speed-up.
+    assert "(Scope off): " in text and "x)" in text, text
+    # ComfyUI's own image preview of the side-by-side picture: loaded in the node.
+    page.wait_for_function("""() => {
+        const node = window.app.graph._nodes.find(n => n.type === 'SageAttentionCompare');
+        return node.imgs?.length > 0 && node.imgs[0].complete && node.imgs[0].naturalWidth > 0;
+    }""", timeout=RUN_MS)
+    status = page.locator("[data-sage-status]")
+    sync_api.expect(status).to_contain_text("Scope off", timeout=RUN_MS)
+    center_on(page, "SageAttentionCompare")
+    page.screenshot(path=str(ARTIFACTS / "compare_node.png"))
 
 
 def test_tiny_graph_runs_and_the_status_node_shows_its_text(session, page):
     page.evaluate("api => window.app.loadApiJson(api, 'sas_tiny')", tiny_prompt(seed=7))
     page.evaluate("() => window.app.queuePrompt(0, 1)")
     status = page.locator("[data-sage-status]")
-    status.wait_for(timeout=READY_MS)
+    status.wait_for(state="attached", timeout=RUN_MS)
+    center_on(page, "SageAttentionStatus")  # a DOM widget shows where its node is in view
     sync_api.expect(status).to_contain_text("model LTX-Video (LTXV): scoped", timeout=READY_MS)
     text = status.inner_text()
     assert "cpu: reference_double" in text and "This run" in text and "Session" in text
-    page.evaluate("""() => {
-        const node = window.app.graph._nodes.find(n => n.type === 'SageAttentionStatus');
-        window.app.canvas.ds.scale = 1.0;
-        window.app.canvas.centerOnNode(node);
-        window.app.graph.setDirtyCanvas(true, true);
-    }""")
-    page.wait_for_timeout(500)
     page.screenshot(path=str(ARTIFACTS / "status_node.png"))
