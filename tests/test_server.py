@@ -36,6 +36,10 @@ def test_a_queued_prompt_samples_through_the_scope_and_the_status_reports_it(ses
     assert Reason.MASK.label in text
     first = entry["outputs"]["6"]["sage_attention_status"][0]
     assert first["devices"]["cpu"]["last_generation"]["sage"] == blocks
+    # the run's sampling time, as the Scope measured it around the sampler, in the payload and the text
+    (record,) = first["run"]
+    assert 0 < record["sampling_ms"] <= first["last_ms"]["sampling"] + 1e-6
+    assert f"sampling {record['sampling_ms'] / 1e3:.2f} s" in text
     # The Status node is never served from the cache: it runs again after a cached sampler
     # (same counts) and after a new generation (one more). The server is shared with other
     # tests, so compare with the first run rather than with zero.
