@@ -72,9 +72,8 @@ def payload(state: Session, run_id=None) -> dict[str, Any]:
 
 
 def _checkpoints_choose_attention() -> bool:
-    """Whether this ComfyUI lets a checkpoint choose its attention (``preferred_attention``), which
-    its ``wrap_attn`` drops before any override: with the Scope on, the calls it declines run
-    ComfyUI's default attention instead."""
+    """Whether a checkpoint may choose its attention here (``preferred_attention``, which ``wrap_attn``
+    drops before any override: the calls the Scope declines then run ComfyUI's default)."""
     import comfy.ldm.modules.attention as attention
     return hasattr(attention, "ComfyAttention")
 
@@ -114,9 +113,7 @@ def render(snap: dict) -> str:
     for model in snap["run"]:
         lines.append(f"  model {model['model']}: {model['note']}")
         if model["sampling_ms"]:
-            lines.append(f"    sampling {model['sampling_ms'] / 1e3:.2f} s" + (
-                f", of which {model['timing_ms']:.0f} ms timing kernels "
-                f"({100 * model['timing_ms'] / model['sampling_ms']:.2f}%)" if model["timing_ms"] else ""))
+            lines.append(f"    {_sampling(model['sampling_ms'], model['timing_ms'])}")
         for device, counts in model["devices"].items():
             lines += _counts_lines(counts, f"    {device}: ")[:1] + _counts_lines(counts, "    ")[1:]
     lines += ["", f"Session ({snap['generations']} generations):"]
@@ -138,10 +135,13 @@ def render(snap: dict) -> str:
         lines.append("Note: this ComfyUI lets a checkpoint choose its own attention; while the Scope is on, the calls "
                      "it declines run ComfyUI's default attention instead of the checkpoint's choice.")
     if snap["generations"]:
-        sampling, timing = snap["last_ms"]["sampling"], snap["last_ms"]["timing"]
-        lines.append(f"Last generation: {sampling / 1e3:.2f} s sampling" + (
-            f", of which {timing:.0f} ms timing kernels ({100 * timing / max(sampling, 1e-9):.2f}%)" if timing else ""))
+        lines.append(f"Last generation: {_sampling(snap['last_ms']['sampling'], snap['last_ms']['timing'])}")
     return "\n".join(lines)
+
+
+def _sampling(sampling_ms: float, timing_ms: float) -> str:
+    return f"sampling {sampling_ms / 1e3:.2f} s" + (
+        f", of which {timing_ms:.0f} ms timing kernels ({100 * timing_ms / max(sampling_ms, 1e-9):.2f}%)" if timing_ms else "")
 
 
 class SageAttentionStatus(io.ComfyNode):

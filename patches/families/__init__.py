@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import logging
 import pkgutil
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from ..reasons import Reason
-
-log = logging.getLogger(__name__)
 
 SUPPORTED_MODELS_MODULE = "comfy.supported_models"
 
@@ -46,22 +43,14 @@ class Family:
     needs: str = ""                        # what a ComfyUI must have for it (docs, test skips)
 
 
-@dataclasses.dataclass(frozen=True)
-class Recognition:
+class Recognition(NamedTuple):
     family: Optional[Family]
-    config_class: str
-    diffusion_model: str
+    name: str      # the model as Status names it: "FLUX.1 (FluxSchnell)", or its config class alone
     message: str
 
     @property
     def opens(self) -> bool:
         return self.family is not None and self.family.opens
-
-    @property
-    def name(self) -> str:
-        """The model as Status names it: "FLUX.1 (FluxSchnell)", or its config class alone."""
-        config = self.config_class.rsplit(".", 1)[-1]
-        return f"{self.family.name} ({config})" if self.family else config
 
 
 # Filled at import by the modules of this package; never changed after.
@@ -77,37 +66,25 @@ def register(family: Family) -> Family:
     return family
 
 
-def _qualname(cls) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
 def recognise(model_patcher) -> Recognition:
     """Which family ``model_patcher`` belongs to, from its config's and diffusion model's classes."""
-    base_model = getattr(model_patcher, "model", None)
-    config = getattr(base_model, "model_config", None)
-    diffusion = getattr(base_model, "diffusion_model", None)
-    config_name = _qualname(type(config)) if config is not None else "no model config"
-    diffusion_name = _qualname(type(diffusion)) if diffusion is not None else "no diffusion model"
+    base = getattr(model_patcher, "model", None)
+    config, diffusion = getattr(base, "model_config", None), getattr(base, "diffusion_model", None)
+    config_name = type(config).__name__ if config is not None else "no model config"
+    diffusion_name = (f"{type(diffusion).__module__}.{type(diffusion).__qualname__}" if diffusion is not None
+                      else "no diffusion model")
     claims = {cls: fam for fam in REGISTRY.values() for cls in fam.config_classes}
     for cls in type(config).__mro__ if config is not None else ():
-        if cls.__module__ != SUPPORTED_MODELS_MODULE or cls.__name__ not in claims:
+        family = claims.get(cls.__name__) if cls.__module__ == SUPPORTED_MODELS_MODULE else None
+        if family is None:
             continue
-        family = claims[cls.__name__]
         if diffusion_name not in family.diffusion_models:
-            return Recognition(None, config_name, diffusion_name,
-                               f"unrecognised model: {cls.__name__} config with diffusion model {diffusion_name} "
-                               f"(expected {', '.join(family.diffusion_models)})")
-        if not family.opens:
-            return Recognition(family, config_name, diffusion_name,
-                               f"{family.name} is not supported: {family.why_not}")
-        return Recognition(family, config_name, diffusion_name, f"{family.name} ({type(config).__name__})")
-    return Recognition(None, config_name, diffusion_name,
-                       f"unrecognised model {type(config).__name__} (diffusion model {diffusion_name})")
+            return Recognition(None, config_name, f"unrecognised model: {cls.__name__} config with diffusion model "
+                                                  f"{diffusion_name} (expected {', '.join(family.diffusion_models)})")
+        name = f"{family.name} ({config_name})"
+        return Recognition(family, name, name if family.opens else f"{family.name} is not supported: {family.why_not}")
+    return Recognition(None, config_name, f"unrecognised model {config_name} (diffusion model {diffusion_name})")
 
 
-def _import_all() -> None:
-    for info in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{info.name}")
-
-
-_import_all()
+for _module in pkgutil.iter_modules(__path__):  # each module registers its families
+    importlib.import_module(f"{__name__}.{_module.name}")
