@@ -216,3 +216,30 @@ def test_comfy_kitchen_is_checked_and_routing_keeps_sdpa_where_it_is_slower(toke
            check=check, routing=decision, counts=gen)
     assert check["passed"]
     assert gen["sdpa"].get(Reason.MEASURED_SLOWER.value, 0) >= 0.95 * calls
+
+
+def test_the_kv77_trap_a_tiny_sdxl_generation_with_every_call_eligible(session, kernel):
+    """SDXL's 77-key cross-attention beside its 4096-token self-attention, min_seq_len 1, routing
+    always: no kernel call at 77 keys counts as SageAttention unless that short-key class passed
+    its own check (SageAttention 1.0.6 fails it on the H200), the long class keeps running, and the
+    final latent stays within 0.01 of no node's."""
+    import comfy.supported_models
+    from sas_harness.families import CASES
+    case = next(c for c in CASES if c.family == "SDXL")
+    model = build(comfy.supported_models.SDXL, case.unet_config, dtype=torch.bfloat16, device=torch.device("cuda:0"))
+    cond = case.conditioning()
+    plain = sample(model, cond, latent_hw=(64, 64), channels=4, steps=2)
+    scoped = apply_scope(model, Settings(kernel=CHOICE, min_seq_len=1, routing="always"), session)
+    routed = sample(scoped, cond, latent_hw=(64, 64), channels=4, steps=2)
+    checks = {c["key"].split(" keys ")[0].rsplit(" ", 1)[1]: c for c in payload(session)["devices"]["cuda:0"]["checks"]}
+    counts = session.last["cuda:0"]
+    short_on_kernel = sum(n for key, n in counts.items() if isinstance(key, tuple) and key[0].kv_bucket <= 128
+                          and key[1] != "SDPA")
+    rel_l2 = trials.compare(routed, plain)[1]
+    record(test="kv77_trap_sdxl", kernel=kernel.name, version=kernel.version, checks=checks,
+           short_on_kernel=short_on_kernel, rel_l2=rel_l2)
+    assert checks["long"]["passed"] and counts["sage"] > 0
+    if kernel.backend.library == "SageAttention 1":
+        assert not checks["short"]["passed"]
+    assert short_on_kernel == 0 or checks["short"]["passed"]
+    assert rel_l2 <= 0.01
