@@ -1,0 +1,65 @@
+"""The shape the engine was given and later work keeps (the one-decision-engine issue): an engine of at
+most 1,300 lines, no module over 300, a family a declaration of at most 60, and no import cycle
+among the pack's modules."""
+import ast
+
+import pytest
+
+from sas_harness import ROOT
+
+PRODUCT = [ROOT / "__init__.py", *sorted((ROOT / "nodes").rglob("*.py")), *sorted((ROOT / "patches").rglob("*.py"))]
+ENGINE = [p for p in PRODUCT if p.parts[-2] != "families" and "patches" in p.relative_to(ROOT).parts]
+
+
+def lines(path) -> int:
+    return len(path.read_text().splitlines())
+
+
+def test_the_engine_stays_under_1300_lines_and_no_module_over_300():
+    assert sum(map(lines, ENGINE)) <= 1300, {p.name: lines(p) for p in ENGINE}
+    assert all(lines(p) <= 300 for p in PRODUCT), {p.name: lines(p) for p in PRODUCT}
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "patches" / "families").glob("*.py")), ids=lambda p: p.name)
+def test_a_family_module_is_a_declaration_of_at_most_60_lines(path):
+    if path.name == "__init__.py":
+        pytest.skip("the families' registry and recognition, not a family")
+    tree = ast.parse(path.read_text())
+    assert lines(path) <= 60
+    assert not [n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.AsyncFunctionDef))]  # declarations
+
+
+def _imports(path) -> set[str]:
+    """The pack's modules ``path`` imports at its top level, as dotted names under the pack."""
+    module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package.split(".") if package else []
+            base = base[:len(base) - node.level + 1] if node.level > 1 else base
+            target = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_no_import_cycle_among_the_packs_modules():
+    modules = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p for p in PRODUCT}
+    graph = {name: {m for m in _imports(path) if m in modules and m != name} for name, path in modules.items()}
+    # a package importing its own submodules (to register them) is how registries fill, not a cycle
+    graph = {name: {m for m in deps if not m.startswith(name + ".")} for name, deps in graph.items()}
+    seen, stack = set(), []
+
+    def visit(name):
+        if name in stack:
+            raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(name):] + [name]))
+        if name in seen:
+            return
+        stack.append(name)
+        for dep in sorted(graph[name]):
+            visit(dep)
+        stack.pop()
+        seen.add(name)
+    for name in sorted(graph):
+        visit(name)
