@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The two GPU issues' runs, one command each, on the lent H200 (Python 3.12, torch 2.11 + cu130,
+# Triton 3.6; no network there). Here, once:
+#     bash scripts/gpu-run.sh prepare          # fills .device/ (git-ignored), ~55 MiB
+# then through the device tool, with carry [".device"]:
+#     bash scripts/gpu-run.sh engine           # the engine and the new routing, beside commit 9decfb4
+#     bash scripts/gpu-run.sh video            # video and the new DiT families
+# Each writes its logs and tables under $OUT (default .artifacts/gpu) as one tar.xz (the device tool
+# brings back at most 8 files) and prints a summary last. Every step's output is kept; a failed step
+# is reported and the run goes on, so one call brings back everything it could measure.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+mode="${1:-}"
+previous="${SAS_PREVIOUS:-9decfb4}"
+dev="$root/.device"
+
+prepare() {
+  set -e
+  mkdir -p "$dev/wheels"
+  py="${SAS_VENV:-$root/.venv}/bin/python"
+  # sageattention 1.0.6 (pure Python, Triton) and ComfyUI's two needs the image lacks.
+  "$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 -d "$dev/wheels" \
+    sageattention==1.0.6 torchsde==0.2.6 trampoline==0.1.2
+  # SageAttention 2.2 built for torch 2.11.0+cu130, Python 3.12, sm90 (the shared wheels folder).
+  mkdir -p "$dev/sa2"
+  cp "${SAS_SA2_WHEEL:-$root/../shared/wheels/sageattention-2.2.0-cp312-cp312-linux_x86_64.whl}" "$dev/sa2/"
+  # comfy-kitchen 0.2.40 unpacked without its ROCm backend (the wheel is 67 MB; this is ~34 MB).
+  tmp="$(mktemp -d)"
+  "$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 -d "$tmp" comfy-kitchen==0.2.40
+  "$py" -m zipfile -e "$tmp"/comfy_kitchen-*.whl "$tmp/kitchen"
+  rm -rf "$tmp/kitchen/comfy_kitchen/backends/hip"
+  tar -C "$tmp/kitchen" -cJf "$dev/kitchen.tar.xz" .
+  # The ComfyUI 0.3.75 tree the tests use, and the previous commit's tree for --compare.
+  tar -C "$root/.comfyui" --exclude=__pycache__ --exclude=.git -cJf "$dev/comfyui.tar.xz" ComfyUI
+  git -C "$root" archive --format=tar "$previous" | xz > "$dev/previous.tar.xz"
+  rm -rf "$tmp"
+  du -sh "$dev"
+}
+
+# On the device machine: the carried packages into /tmp, two kernel sites that never meet (both
+# libraries are the module sageattention), ComfyUI and the previous tree unpacked.
+unpack() {
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
+    "$dev"/wheels/torchsde-*.whl "$dev"/wheels/trampoline-*.whl || return 1
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/sa1 \
+    "$dev"/wheels/sageattention-1.0.6-*.whl || return 1
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/sa2 "$dev"/sa2/*.whl || return 1
+  mkdir -p /tmp/kitchen /tmp/previous
+  tar -C /tmp/kitchen -xJf "$dev/kitchen.tar.xz" && tar -C /tmp -xJf "$dev/comfyui.tar.xz" &&
+    tar -C /tmp/previous -xJf "$dev/previous.tar.xz"
+}
+
+out="${OUT:-$root/.artifacts/gpu}"
+logs="$out/logs"
+summary=()
+
+# step NAME SITE COMMAND...: runs COMMAND with SITE's kernel library on the path, its output in
+# logs/NAME.log; the summary keeps its exit status and last line.
+step() {
+  local name="$1" site="$2"
+  shift 2
+  echo "== $name" >&2
+  PYTHONPATH="/tmp/$site:/tmp/site:/tmp/kitchen:$root/tests:${PYTHONPATH:-}" COMFYUI_PATH=/tmp/ComfyUI \
+    PYTHONUNBUFFERED=1 "$@" > "$logs/$name.log" 2>&1
+  local rc=$?
+  summary+=("$name: exit $rc; $(tail -n 1 "$logs/$name.log")")
+}
+
+machine() {
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'
+}
+
+finish() {
+  tar -C "$out" -cJf "$out/gpu-run-$mode.tar.xz" logs
+  rm -rf "$logs"
+  printf '%s\n' "$(machine)" "${summary[@]}"
+}
+
+case "$mode" in
+  prepare)
+    prepare ;;
+  engine)
+    mkdir -p "$logs"
+    unpack || { echo "unpacking the carried packages failed: is .device carried? (bash scripts/gpu-run.sh prepare)"; exit 1; }
+    machine > "$logs/machine.txt"
+    for site in sa2 sa1; do
+      step "gpu-tests-$site" "$site" python3 -m pytest -m gpu -q -rs tests/test_gpu.py
+    done
+    step gpu-tests-kitchen sa2 env SAS_GPU_KERNEL=kitchen_int8 python3 -m pytest -m gpu -q -rs tests/test_gpu.py
+    step calls-sa2 sa2 python3 bench/attention_calls.py --compare /tmp/previous --out "$logs/calls-sa2"
+    step steps-sa2 sa2 python3 bench/model_steps.py --depth full --family FLUX.1 Qwen-Image --size 1024 2048 \
+      --compare /tmp/previous --out "$logs/steps-sa2"
+    step steps-sa1 sa1 python3 bench/model_steps.py --depth full --family FLUX.1 --size 1024 2048 --out "$logs/steps-sa1"
+    step steps-kitchen sa2 python3 bench/model_steps.py --depth full --family FLUX.1 --size 1024 2048 \
+      --kernel kitchen_int8 --out "$logs/steps-kitchen"
+    finish ;;
+  video)
+    mkdir -p "$logs"
+    unpack || { echo "unpacking the carried packages failed: is .device carried? (bash scripts/gpu-run.sh prepare)"; exit 1; }
+    step steps-video sa2 python3 bench/model_steps.py --depth full \
+      --family Wan "Wan 2.2 5B" HunyuanVideo SD3@1024 SD3@2048 Chroma@1024 --out "$logs/steps-video"
+    step accuracy sa2 python3 bench/family_accuracy.py --out "$logs/accuracy"
+    finish ;;
+  *)
+    echo "usage: bash scripts/gpu-run.sh prepare|engine|video" >&2
+    exit 2 ;;
+esac
