@@ -49,7 +49,6 @@ def payload(state: Session, run_id=None) -> dict[str, Any]:
     with state.lock:
         devices = sorted({*state.totals, *state.retired, *state.kernel_lines, *(k.device for k in state.checks),
                           *(k.device for k in state.decisions)})
-        run = state.run if run_id is None or run_id == state.run_id else {}
         return {
             "libraries": {b.module: state.finder.versions(b.module) for b in backends.REGISTRY.values()},
             "advice": install_advice(state, [torch.device("cuda", i) for i in range(torch.cuda.device_count())]),
@@ -57,8 +56,7 @@ def payload(state: Session, run_id=None) -> dict[str, Any]:
             "generations": state.generations,
             "preferred_attention": _checkpoints_choose_attention(),
             "last_ms": {"sampling": state.last_ms[0], "timing": state.last_ms[1]},
-            "run": [{"model": label, "note": r["note"], "sampling_ms": r["sampling_ms"], "timing_ms": r["timing_ms"],
-                     "devices": {d: counters(c) for d, c in r["counts"].items()}} for label, r in run.items()],
+            "run": run_records(state, run_id),
             "models": [{"model": label, "note": note} for label, note in state.models.items()],
             "devices": {d: {
                 "kernels": dict(state.kernel_lines.get(d, {})), "retired": state.retired.get(d),
@@ -69,6 +67,14 @@ def payload(state: Session, run_id=None) -> dict[str, Any]:
                              "calls_last": _bucket_calls(state.last.get(d), m.key),
                              "calls_session": _bucket_calls(state.totals.get(d), m.key)}
                             for m in of(d, state.decisions.values())]} for d in devices}}
+
+
+def run_records(state: Session, run_id=None) -> list[dict]:
+    """The models of run ``run_id`` (the prompt), empty where that prompt scoped none."""
+    with state.lock:
+        run = state.run if run_id is None or run_id == state.run_id else {}
+        return [{"model": label, "note": r["note"], "sampling_ms": r["sampling_ms"], "timing_ms": r["timing_ms"],
+                 "devices": {d: counters(c) for d, c in r["counts"].items()}} for label, r in run.items()]
 
 
 def _checkpoints_choose_attention() -> bool:
