@@ -4,6 +4,8 @@
 #     bash scripts/gpu-run.sh prepare          # fills .device/ (git-ignored), ~55 MiB
 # then through the device tool, with carry [".device"]:
 #     bash scripts/gpu-run.sh engine           # the engine and the new routing, beside commit 9decfb4
+#     bash scripts/gpu-run.sh tests            # engine's first half alone: GPU tests per kernel, per-call compare
+#     bash scripts/gpu-run.sh steps            # engine's second half alone: per step, FLUX.1/Qwen-Image and Wan 14B
 #     bash scripts/gpu-run.sh video            # video and the new DiT families
 # Each writes its logs and tables under $OUT (default .artifacts/gpu) as one tar.xz (the device tool
 # brings back at most 8 files) and prints a summary last. Every step's output is kept; a failed step
@@ -58,13 +60,14 @@ logs="$out/logs"
 summary=()
 
 # step NAME SITE COMMAND...: runs COMMAND with SITE's kernel library on the path, its output in
-# logs/NAME.log; the summary keeps its exit status and last line.
+# logs/NAME.log, for at most SAS_STEP_S seconds (a call has 10 minutes: the archive must still be
+# written); the summary keeps its exit status (124: cut off) and last line.
 step() {
   local name="$1" site="$2"
   shift 2
   echo "== $name" >&2
   PYTHONPATH="/tmp/$site:/tmp/site:/tmp/kitchen:$root/tests:${PYTHONPATH:-}" COMFYUI_PATH=/tmp/ComfyUI \
-    PYTHONUNBUFFERED=1 "$@" > "$logs/$name.log" 2>&1
+    PYTHONUNBUFFERED=1 timeout "${SAS_STEP_S:-3600}" "$@" > "$logs/$name.log" 2>&1
   local rc=$?
   summary+=("$name: exit $rc; $(tail -n 1 "$logs/$name.log")")
 }
@@ -83,20 +86,29 @@ finish() {
 case "$mode" in
   prepare)
     prepare ;;
-  engine)
+  engine|tests|steps)
     mkdir -p "$logs"
     unpack || { echo "unpacking the carried packages failed: is .device carried? (bash scripts/gpu-run.sh prepare)"; exit 1; }
     machine > "$logs/machine.txt"
+  ;;&
+  engine|tests)
     for site in sa2 sa1; do
       step "gpu-tests-$site" "$site" python3 -m pytest -m gpu -q -rs tests/test_gpu.py
     done
     step gpu-tests-kitchen sa2 env SAS_GPU_KERNEL=kitchen_int8 python3 -m pytest -m gpu -q -rs tests/test_gpu.py
     step calls-sa2 sa2 python3 bench/attention_calls.py --compare /tmp/previous --out "$logs/calls-sa2"
+  ;;&
+  engine|steps)
     step steps-sa2 sa2 python3 bench/model_steps.py --depth full --family FLUX.1 Qwen-Image --size 1024 2048 \
       --compare /tmp/previous --out "$logs/steps-sa2"
     step steps-sa1 sa1 python3 bench/model_steps.py --depth full --family FLUX.1 --size 1024 2048 --out "$logs/steps-sa1"
     step steps-kitchen sa2 python3 bench/model_steps.py --depth full --family FLUX.1 --size 1024 2048 \
       --kernel kitchen_int8 --out "$logs/steps-kitchen"
+  ;;&
+  steps)
+    step steps-wan sa2 python3 bench/model_steps.py --depth full --family Wan --out "$logs/steps-wan"
+  ;;&
+  engine|tests|steps)
     finish ;;
   video)
     mkdir -p "$logs"
@@ -106,6 +118,6 @@ case "$mode" in
     step accuracy sa2 python3 bench/family_accuracy.py --out "$logs/accuracy"
     finish ;;
   *)
-    echo "usage: bash scripts/gpu-run.sh prepare|engine|video" >&2
+    echo "usage: bash scripts/gpu-run.sh prepare|engine|tests|steps|video" >&2
     exit 2 ;;
 esac
