@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import importlib
 from typing import Any, Optional
 
 import torch
 from comfy_api.latest import io
 
-from ..patches import Fault, Reason, Session, backends, scope, trials
+from ..patches import Fault, Reason, Session, backends, scope
 from ..patches.reasons import MASK_DROPPED, NO_BLOCK_POSITIONS, SAGE
 from . import session
 
@@ -52,9 +53,10 @@ def payload(state: Session, run_id=None) -> dict[str, Any]:
         return {
             "libraries": {b.module: state.finder.versions(b.module) for b in backends.REGISTRY.values()},
             "advice": install_advice(state, [torch.device("cuda", i) for i in range(torch.cuda.device_count())]),
-            "thresholds": {"min_cosine": trials.MIN_COSINE, "max_rel_l2": trials.MAX_REL_L2},
             "generations": state.generations,
-            "preferred_attention": _checkpoints_choose_attention(),
+            # A checkpoint may choose its attention (``preferred_attention``, which wrap_attn drops before any
+            # override): the calls the Scope declines then run ComfyUI's default instead.
+            "preferred_attention": hasattr(importlib.import_module("comfy.ldm.modules.attention"), "ComfyAttention"),
             "last_ms": {"sampling": state.last_ms[0], "timing": state.last_ms[1]},
             "run": run_records(state, run_id),
             "models": [{"model": label, "note": note} for label, note in state.models.items()],
@@ -77,13 +79,6 @@ def run_records(state: Session, run_id=None) -> list[dict]:
                  "devices": {d: counters(c) for d, c in r["counts"].items()}} for label, r in run.items()]
 
 
-def _checkpoints_choose_attention() -> bool:
-    """Whether a checkpoint may choose its attention here (``preferred_attention``, which ``wrap_attn``
-    drops before any override: the calls the Scope declines then run ComfyUI's default)."""
-    import comfy.ldm.modules.attention as attention
-    return hasattr(attention, "ComfyAttention")
-
-
 def counters(counts: Optional[collections.Counter]) -> dict[str, Any]:
     """A device's counters in the payload's shape."""
     counts = counts or collections.Counter()
@@ -97,8 +92,8 @@ def _bucket_calls(counts: Optional[collections.Counter], bucket) -> int:
     return sum(n for key, n in (counts or {}).items() if isinstance(key, tuple) and key[0] == bucket)
 
 
-def _counts_lines(counts: dict, indent: str) -> list[str]:
-    lines = [f"{indent}{counts['sage']} on the kernel, {counts['sdpa_total']} on SDPA"]
+def _counts_lines(counts: dict, head: str, indent: str) -> list[str]:
+    lines = [f"{head}{counts['sage']} on the kernel, {counts['sdpa_total']} on SDPA"]
     lines += [f"{indent}  SDPA {n}: {Reason(reason).label}" for reason, n in counts["sdpa"].items()]
     lines += [f"{indent}  faults ({fault}): {n}" for fault, n in counts["faults"].items()]
     if counts["masks_dropped"]:
@@ -121,7 +116,7 @@ def render(snap: dict) -> str:
         if model["sampling_ms"]:
             lines.append(f"    {_sampling(model['sampling_ms'], model['timing_ms'])}")
         for device, counts in model["devices"].items():
-            lines += _counts_lines(counts, f"    {device}: ")[:1] + _counts_lines(counts, "    ")[1:]
+            lines += _counts_lines(counts, f"    {device}: ", "    ")
     lines += ["", f"Session ({snap['generations']} generations):"]
     lines += [f"  model {m['model']}: {m['note']}" for m in snap["models"]]
     for device, info in snap["devices"].items():
@@ -136,7 +131,7 @@ def render(snap: dict) -> str:
         for measured in info["routing"]:
             lines.append(f"  routing {measured['text']}: {measured['calls_last']} calls in the last generation, "
                          f"{measured['calls_session']} this session")
-        lines += _counts_lines(info["session"], f"  {device}: ")[:1] + _counts_lines(info["session"], "  ")[1:]
+        lines += _counts_lines(info["session"], f"  {device}: ", "  ")
     if snap["preferred_attention"]:
         lines.append("Note: this ComfyUI lets a checkpoint choose its own attention; while the Scope is on, the calls "
                      "it declines run ComfyUI's default attention instead of the checkpoint's choice.")

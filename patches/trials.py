@@ -15,7 +15,7 @@ from typing import Callable, Optional
 import torch
 
 MIN_COSINE, MAX_REL_L2 = 0.99, 0.10
-WARMUP, REPEATS, ROUNDS, TIE_MARGIN = 0, 1, 3, 0.03
+REPEATS, ROUNDS, TIE_MARGIN = 1, 3, 0.03
 Clock = Callable[..., float]  # (arm, fn, device, bucket) -> ms a call of fn takes
 
 
@@ -92,12 +92,9 @@ def bucket(length: int) -> int:
     return 1 << max(0, int(length) - 1).bit_length()
 
 
-def event_clock(arm: str, fn: Callable[[], object], device: torch.device, bucket=None, warmup=WARMUP,
-                repeats=REPEATS) -> float:
-    """Median ms of ``repeats`` calls after ``warmup``, back to back as in a model (the host's cost
-    shows only where it starves the GPU): CUDA events on a GPU, else the wall clock."""
-    for _ in range(warmup):
-        fn()
+def event_clock(arm: str, fn: Callable[[], object], device: torch.device, bucket=None, repeats=REPEATS) -> float:
+    """Median ms of ``repeats`` calls back to back as in a model (the host's cost shows only where it
+    starves the GPU): CUDA events on a GPU, else the wall clock."""
     cuda = device.type == "cuda"
 
     def mark():
@@ -114,6 +111,7 @@ def event_clock(arm: str, fn: Callable[[], object], device: torch.device, bucket
         marks[-1].synchronize()
     return sorted(a.elapsed_time(b) if cuda else (b - a) * 1e3 for a, b in zip(marks, marks[1:]))[repeats // 2]
 
+
 def time_both(clock: Clock, run_sage, run_sdpa, device: torch.device, key: BucketKey) -> tuple[float, float, float]:
     """(kernel ms, SDPA ms), each the median of ``ROUNDS`` interleaved rounds; and the ms the timing
     itself took, as the clock counts it."""
@@ -121,7 +119,7 @@ def time_both(clock: Clock, run_sage, run_sdpa, device: torch.device, key: Bucke
     for _ in range(ROUNDS):
         for arm, run in (("sdpa", run_sdpa), ("sage", run_sage)):
             times[arm].append(clock(arm, run, device, key))
-    spent = (WARMUP + REPEATS) * sum(map(sum, times.values()))
+    spent = REPEATS * sum(map(sum, times.values()))
     return sorted(times["sage"])[ROUNDS // 2], sorted(times["sdpa"])[ROUNDS // 2], spent
 
 

@@ -40,13 +40,14 @@ def kernels_table() -> str:
     rows.append("| any other from sm80 | as sm80 |")
     rows += ["", "| kernel | what it is | library, function | head sizes | dtypes | layouts | masks | GPUs |",
              "|---|---|---|---|---|---|---|---|"]
+    picked = {name for names in backends.AUTO.values() for name in names}
     for b in backends.REGISTRY.values():
         gpus = ("/".join("sm%d%d" % c for c in sorted(b.capabilities)) if b.capabilities
                 else f"sm{b.min_capability[0]}{b.min_capability[1]}+")
         heads = _ranges(sorted(b.head_dims))
         dtypes = ", ".join(sorted(str(d).removeprefix("torch.") for d in b.dtypes))
         layouts = ", ".join(sorted(b.layouts)) + (" (NHD as strided views)" if b.transposed_views else "")
-        rows.append(f"| `{b.name}`{'' if b.auto else ' (only when chosen)'} | {b.label} | {b.module}.{b.function} | "
+        rows.append(f"| `{b.name}`{'' if b.name in picked else ' (only when chosen)'} | {b.label} | {b.module}.{b.function} | "
                     f"{heads} | {dtypes} | {layouts} | {'yes' if b.masks else 'no'} | {gpus} |")
     return "\n".join(rows)
 

@@ -37,7 +37,6 @@ class Backend:
     min_capability: tuple[int, int] = (8, 0)
     capabilities: Optional[frozenset] = None   # exactly these, where given
     devices: frozenset = frozenset({"cuda"})
-    auto: bool = True                # may ``auto`` pick it
     edge_blocks: tuple[int, int] = (0, 0)      # first/last blocks it leaves to SDPA unless the user says
     available: Optional[str] = None  # a function of the module: (device) -> whether it runs there
     fn: Optional[Callable] = None

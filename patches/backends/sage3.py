@@ -14,5 +14,5 @@ def run(fn, q, k, v, call, layout, settings):
 register(Backend(
     name="sage3_fp4", label="SageAttention 3 (FP4, Blackwell)", library="SageAttention 3", module="sageattn3",
     function="sageattn3_blackwell", params=("is_causal",), run=run, head_dims=frozenset({64, 128}),
-    layouts=frozenset({"HND"}), custom_scale=False, capabilities=frozenset({(12, 0), (12, 1)}), auto=False,
+    layouts=frozenset({"HND"}), custom_scale=False, capabilities=frozenset({(12, 0), (12, 1)}),
     edge_blocks=(1, 1)))
