@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# The two GPU issues' runs, one command each, on the lent H200 (Python 3.12, torch 2.11 + cu130,
-# Triton 3.6; no network there). Here, once:
-#     bash scripts/gpu-run.sh prepare          # fills .device/ (git-ignored), ~55 MiB
-# then through the device tool, with carry [".device"]:
-#     bash scripts/gpu-run.sh engine           # the engine and the new routing, beside commit 9decfb4
-#     bash scripts/gpu-run.sh tests            # engine's first half alone: GPU tests per kernel, per-call compare
-#     bash scripts/gpu-run.sh steps            # engine's second half alone: per step, FLUX.1/Qwen-Image and Wan 14B
-#     bash scripts/gpu-run.sh video            # video and the new DiT families
-# Each writes its logs and tables under $OUT (default .artifacts/gpu) as one tar.xz (the device tool
-# brings back at most 8 files) and prints a summary last. Every step's output is kept; a failed step
-# is reported and the run goes on, so one call brings back everything it could measure.
+# The GPU issues' runs on the lent H200 (Python 3.12, torch 2.11 + cu130, Triton 3.6; no network
+# there). Here, once:
+#     bash scripts/gpu-run.sh prepare          # fills .device/ (git-ignored), ~71 MB in all
+# then through the device tool, carrying what the mode needs (a call carries at most 64 MiB, and
+# PyAV, which ComfyUI's comfy_api imports, comfy-kitchen and SageAttention 2 together are more):
+#     bash scripts/gpu-run.sh tests    # GPU tests with SageAttention 2.2 and 1.0.6, per call beside 9decfb4
+#                                      #   carry: .device/base .device/sa2 .device/previous.tar.xz
+#     bash scripts/gpu-run.sh kitchen  # GPU tests and FLUX.1 per step with comfy-kitchen
+#                                      #   carry: .device/base .device/kitchen.tar.xz
+#     bash scripts/gpu-run.sh steps    # per step, FLUX.1/Qwen-Image beside 9decfb4, 1.0.6, Wan 2.1 14B
+#                                      #   carry: .device/base .device/sa2 .device/previous.tar.xz
+#     bash scripts/gpu-run.sh video    # video and the new DiT families    carry: .device/base .device/sa2
+# (base: PyAV, torchsde, trampoline, sageattention 1.0.6 and the ComfyUI tree.) Each writes its logs
+# and tables under $OUT (default .artifacts/gpu) as one tar.xz (the device tool brings back at most
+# 8 files) and prints a summary last. Every step's output is kept; a failed step is reported and
+# the run goes on, so one call brings back everything it could measure.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -19,40 +24,47 @@ dev="$root/.device"
 
 prepare() {
   set -e
-  mkdir -p "$dev/wheels"
+  mkdir -p "$dev/base" "$dev/sa2"
   py="${SAS_VENV:-$root/.venv}/bin/python"
+  tmp="$(mktemp -d)"
+  get() { "$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 -d "$@"; }
   # sageattention 1.0.6 (pure Python, Triton) and ComfyUI's two needs the image lacks.
-  "$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 -d "$dev/wheels" \
-    sageattention==1.0.6 torchsde==0.2.6 trampoline==0.1.2
+  get "$dev/base" sageattention==1.0.6 torchsde==0.2.6 trampoline==0.1.2
+  # PyAV (ComfyUI's comfy_api imports it; the image lacks it): its 35 MB wheel is 25 MB as tar.xz.
+  get "$tmp" av==19.0.2
+  "$py" -m zipfile -e "$tmp"/av-*.whl "$tmp/av"
+  tar -C "$tmp/av" -cJf "$dev/base/av.tar.xz" .
+  # The ComfyUI 0.3.75 tree the tests use.
+  tar -C "$root/.comfyui" --exclude=__pycache__ --exclude=.git -cJf "$dev/base/comfyui.tar.xz" ComfyUI
   # SageAttention 2.2 built for torch 2.11.0+cu130, Python 3.12, sm90 (the shared wheels folder).
-  mkdir -p "$dev/sa2"
   cp "${SAS_SA2_WHEEL:-$root/../shared/wheels/sageattention-2.2.0-cp312-cp312-linux_x86_64.whl}" "$dev/sa2/"
   # comfy-kitchen 0.2.40 unpacked without its ROCm backend (the wheel is 67 MB; this is ~34 MB).
-  tmp="$(mktemp -d)"
-  "$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-    --platform manylinux_2_28_x86_64 -d "$tmp" comfy-kitchen==0.2.40
+  get "$tmp" comfy-kitchen==0.2.40
   "$py" -m zipfile -e "$tmp"/comfy_kitchen-*.whl "$tmp/kitchen"
   rm -rf "$tmp/kitchen/comfy_kitchen/backends/hip"
   tar -C "$tmp/kitchen" -cJf "$dev/kitchen.tar.xz" .
-  # The ComfyUI 0.3.75 tree the tests use, and the previous commit's tree for --compare.
-  tar -C "$root/.comfyui" --exclude=__pycache__ --exclude=.git -cJf "$dev/comfyui.tar.xz" ComfyUI
+  # The previous commit's tree for --compare.
   git -C "$root" archive --format=tar "$previous" | xz > "$dev/previous.tar.xz"
   rm -rf "$tmp"
-  du -sh "$dev"
+  du -sh "$dev"/*
 }
 
-# On the device machine: the carried packages into /tmp, two kernel sites that never meet (both
-# libraries are the module sageattention), ComfyUI and the previous tree unpacked.
+# On the device machine: what was carried into /tmp. Two kernel sites that never meet (both
+# libraries are the module sageattention); comfy-kitchen, SageAttention 2 and the previous tree
+# only where carried.
 unpack() {
+  mkdir -p /tmp/site /tmp/kitchen /tmp/previous /tmp/none
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
-    "$dev"/wheels/torchsde-*.whl "$dev"/wheels/trampoline-*.whl || return 1
+    "$dev"/base/torchsde-*.whl "$dev"/base/trampoline-*.whl || return 1
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/sa1 \
-    "$dev"/wheels/sageattention-1.0.6-*.whl || return 1
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/sa2 "$dev"/sa2/*.whl || return 1
-  mkdir -p /tmp/kitchen /tmp/previous
-  tar -C /tmp/kitchen -xJf "$dev/kitchen.tar.xz" && tar -C /tmp -xJf "$dev/comfyui.tar.xz" &&
-    tar -C /tmp/previous -xJf "$dev/previous.tar.xz"
+    "$dev"/base/sageattention-1.0.6-*.whl || return 1
+  tar -C /tmp/site -xJf "$dev/base/av.tar.xz" && tar -C /tmp -xJf "$dev/base/comfyui.tar.xz" || return 1
+  if [ -d "$dev/sa2" ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/sa2 "$dev"/sa2/*.whl || return 1
+  fi
+  if [ -f "$dev/kitchen.tar.xz" ]; then tar -C /tmp/kitchen -xJf "$dev/kitchen.tar.xz" || return 1; fi
+  if [ -f "$dev/previous.tar.xz" ]; then tar -C /tmp/previous -xJf "$dev/previous.tar.xz" || return 1; fi
 }
 
 out="${OUT:-$root/.artifacts/gpu}"
@@ -86,38 +98,36 @@ finish() {
 case "$mode" in
   prepare)
     prepare ;;
-  engine|tests|steps)
+  tests|kitchen|steps|video)
     mkdir -p "$logs"
-    unpack || { echo "unpacking the carried packages failed: is .device carried? (bash scripts/gpu-run.sh prepare)"; exit 1; }
+    unpack || { echo "unpacking the carried packages failed: was .device/base carried? (bash scripts/gpu-run.sh prepare)"; exit 1; }
     machine > "$logs/machine.txt"
   ;;&
-  engine|tests)
+  tests)
     for site in sa2 sa1; do
       step "gpu-tests-$site" "$site" python3 -m pytest -m gpu -q -rs tests/test_gpu.py
     done
-    step gpu-tests-kitchen sa2 env SAS_GPU_KERNEL=kitchen_int8 python3 -m pytest -m gpu -q -rs tests/test_gpu.py
     step calls-sa2 sa2 python3 bench/attention_calls.py --compare /tmp/previous --out "$logs/calls-sa2"
   ;;&
-  engine|steps)
-    step steps-sa2 sa2 python3 bench/model_steps.py --depth full --family FLUX.1 Qwen-Image --size 1024 2048 \
-      --compare /tmp/previous --out "$logs/steps-sa2"
-    step steps-sa1 sa1 python3 bench/model_steps.py --depth full --family FLUX.1 --size 1024 2048 --out "$logs/steps-sa1"
-    step steps-kitchen sa2 python3 bench/model_steps.py --depth full --family FLUX.1 --size 1024 2048 \
+  kitchen)
+    step gpu-tests-kitchen none env SAS_GPU_KERNEL=kitchen_int8 python3 -m pytest -m gpu -q -rs tests/test_gpu.py
+    step steps-kitchen none python3 bench/model_steps.py --depth full --family FLUX.1 --size 1024 2048 \
       --kernel kitchen_int8 --out "$logs/steps-kitchen"
   ;;&
   steps)
+    step steps-sa2 sa2 python3 bench/model_steps.py --depth full --family FLUX.1 Qwen-Image --size 1024 2048 \
+      --compare /tmp/previous --out "$logs/steps-sa2"
     step steps-wan sa2 python3 bench/model_steps.py --depth full --family Wan --out "$logs/steps-wan"
+    step steps-sa1 sa1 python3 bench/model_steps.py --depth full --family FLUX.1 --size 1024 2048 --out "$logs/steps-sa1"
   ;;&
-  engine|tests|steps)
-    finish ;;
   video)
-    mkdir -p "$logs"
-    unpack || { echo "unpacking the carried packages failed: is .device carried? (bash scripts/gpu-run.sh prepare)"; exit 1; }
     step steps-video sa2 python3 bench/model_steps.py --depth full \
       --family Wan "Wan 2.2 5B" HunyuanVideo SD3@1024 SD3@2048 Chroma@1024 --out "$logs/steps-video"
     step accuracy sa2 python3 bench/family_accuracy.py --out "$logs/accuracy"
+  ;;&
+  tests|kitchen|steps|video)
     finish ;;
   *)
-    echo "usage: bash scripts/gpu-run.sh prepare|engine|tests|steps|video" >&2
+    echo "usage: bash scripts/gpu-run.sh prepare|tests|kitchen|steps|video" >&2
     exit 2 ;;
 esac
