@@ -11,7 +11,7 @@ import torch
 from comfy_api.latest import io
 
 from ..patches import Fault, Reason, Session, backends, scope
-from ..patches.reasons import MASK_DROPPED, NO_BLOCK_POSITIONS, SAGE
+from ..patches.reasons import COPIED, MASK_DROPPED, NO_BLOCK_POSITIONS, SAGE
 from . import session
 
 UI_KEY = "sage_attention_status"
@@ -85,7 +85,8 @@ def counters(counts: Optional[collections.Counter]) -> dict[str, Any]:
     sdpa = dict(sorted((r.value, n) for r, n in counts.items() if isinstance(r, Reason) and n))
     return {"sage": counts[SAGE], "sdpa": sdpa, "sdpa_total": sum(sdpa.values()),
             "faults": dict(sorted((f.value, n) for f, n in counts.items() if isinstance(f, Fault) and n)),
-            "masks_dropped": counts[MASK_DROPPED], "no_block_positions": counts[NO_BLOCK_POSITIONS]}
+            "masks_dropped": counts[MASK_DROPPED], "copied": counts[COPIED],
+            "no_block_positions": counts[NO_BLOCK_POSITIONS]}
 
 
 def _bucket_calls(counts: Optional[collections.Counter], bucket) -> int:
@@ -98,6 +99,9 @@ def _counts_lines(counts: dict, head: str, indent: str) -> list[str]:
     lines += [f"{indent}  faults ({fault}): {n}" for fault, n in counts["faults"].items()]
     if counts["masks_dropped"]:
         lines.append(f"{indent}  masks dropped or padding sliced off: {counts['masks_dropped']}")
+    if counts["copied"]:
+        lines.append(f"{indent}  q/k/v copied for the kernel (grouped-query k/v, or a last dimension not contiguous): "
+                     f"{counts['copied']}")
     if counts["no_block_positions"]:
         lines.append(f"{indent}  block window not applied to {counts['no_block_positions']} calls: this model does "
                      f"not say which block calls (every block stays in)")

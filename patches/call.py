@@ -2,7 +2,13 @@
 mask=None, skip_reshape=False, skip_output_reshape=False, **kwargs)``. q/k/v are (B, H, N, D) with
 ``skip_reshape`` ("HND"), else (B, N, H*D), viewed as (B, N, H, D) ("NHD"). Only ``mask_kind`` looks
 into a tensor (one sync), when a decision needs it. ``block``: (type, index, count) where the model
-sets ``total_blocks`` (FLUX, Chroma, HunyuanVideo, Qwen-Image; a UNet's ``block_index`` is local)."""
+sets ``total_blocks`` (FLUX, Chroma, HunyuanVideo, Qwen-Image; a UNet's ``block_index`` is local).
+
+Two forms newer ComfyUI hands over are taken by a copy (``copies``), as ComfyUI's own SageAttention path
+takes them: grouped-query k/v (``enable_gqa``: fewer key/value heads than query heads, OmniGen2 on 0.33)
+are repeated to the query's heads, and a q/k/v whose last dimension is not contiguous (comfy-kitchen's
+CPU RoPE from 0.2.40 on) is made contiguous. The copy runs inside the kernel's arm, so measured routing
+weighs it against SDPA."""
 from __future__ import annotations
 
 import dataclasses
@@ -64,17 +70,33 @@ class Call:
         return self.q.device
 
     def layout_problem(self) -> Optional[str]:
-        """Why no kernel can take these tensors as they are, or None."""
+        """Why no kernel can take these tensors, even copied, or None."""
         q, k, v = self.q, self.k, self.v
         if not q.ndim == k.ndim == v.ndim == (4 if self.skip_reshape else 3):
             return f"q/k/v of {q.ndim}/{k.ndim}/{v.ndim} dimensions"
-        if self.gqa or k.shape != v.shape or k.shape[-1] != q.shape[-1] or k.shape[0] != q.shape[0]:
-            return "grouped-query or mismatched q/k/v shapes"
         if (q.shape[1] != self.heads) if self.skip_reshape else q.shape[-1] % self.heads:
             return "head count does not match q"
-        if q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1:
-            return "last dimension not contiguous"
+        kv_heads = self.kv_heads
+        head_part = (k.shape[1], k.shape[-1]) if self.skip_reshape else (k.shape[-1],)
+        if k.shape != v.shape or k.shape[0] != q.shape[0] or head_part != (
+                (kv_heads, self.head_dim) if self.skip_reshape else (kv_heads * self.head_dim,)):
+            return "mismatched q/k/v shapes"
+        if not kv_heads or self.heads % kv_heads:
+            return f"{self.heads} query heads cannot share {kv_heads} key/value heads"
         return None
+
+    @property
+    def kv_heads(self) -> int:
+        """Key/value heads: the query's, but fewer under grouped-query attention."""
+        if not self.gqa:
+            return self.heads
+        return self.k.shape[1] if self.skip_reshape else self.k.shape[-1] // max(self.head_dim, 1)
+
+    @property
+    def copies(self) -> bool:
+        """Whether the kernel gets copies of k/v (grouped-query) or of a tensor not contiguous in its last
+        dimension, rather than views of what ComfyUI handed over."""
+        return self.kv_heads != self.heads or any(t.stride(-1) != 1 for t in (self.q, self.k, self.v))
 
     @property
     def mask_kind(self) -> MaskKind:
@@ -104,11 +126,19 @@ class Call:
         return mask.unsqueeze(1) if mask is not None and mask.ndim == 3 else mask
 
     def views(self, layout: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """q, k, v in ``layout``, k and v without keys a key-padding mask drops: views, never copies."""
-        q, k, v = (self.q, self.k, self.v) if self.skip_reshape else (t.unflatten(-1, (self.heads, -1)) for t in
-                                                                        (self.q, self.k, self.v))
+        """q, k, v in ``layout``, k and v without keys a key-padding mask drops: views, except where
+        ``copies`` says (grouped-query k/v repeated to the query's heads, a last dimension made contiguous)."""
+        heads_axis = 1 if self.skip_reshape else 2
+        if self.skip_reshape:
+            q, k, v = self.q, self.k, self.v
+        else:
+            q = self.q.unflatten(-1, (self.heads, -1))
+            k, v = (t.unflatten(-1, (self.kv_heads, -1)) for t in (self.k, self.v))
+        if self.kv_heads != self.heads:  # each query head reads key/value head (its index // group), as SDPA's
+            k, v = (t.repeat_interleave(self.heads // self.kv_heads, dim=heads_axis) for t in (k, v))
         if self.mask is not None and self.mask_kind is MaskKind.KEY_PADDING:
             k, v = (t.narrow(-2 if self.skip_reshape else 1, 0, self.mask_facts[1]) for t in (k, v))
+        q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
         return tuple(t if layout == self.layout else t.transpose(1, 2) for t in (q, k, v))
 
     def output(self, out: torch.Tensor, layout: str) -> torch.Tensor:

@@ -30,29 +30,31 @@ def trace(router, func, args: tuple, kwargs: dict):
     return getattr(torch.ops.sage_attention_scope, OP_NAME)(
         a["q"], a["k"], a["v"], a.get("mask"), int(a["heads"]), bool(a.get("skip_reshape")),
         bool(a.get("skip_output_reshape")), a.get("scale"), a.get("low_precision_attention", True) is not False,
-        precision, f"{func.__module__}:{func.__name__}", router.key)
+        bool(a.get("enable_gqa")), precision, f"{func.__module__}:{func.__name__}", router.key)
 
 
 @torch.library.custom_op(f"sage_attention_scope::{OP_NAME}", mutates_args=())
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor], heads: int,
               skip_reshape: bool, skip_output_reshape: bool, scale: Optional[float], low_precision: bool,
-              attn_precision: str, func: str, router_key: str) -> torch.Tensor:
+              enable_gqa: bool, attn_precision: str, func: str, router_key: str) -> torch.Tensor:
     module, _, name = func.partition(":")
     router, comfy_attention = _ROUTERS.get(router_key), getattr(importlib.import_module(module), name, None)
     if router is None or comfy_attention is None:  # the scoped model is gone: plain attention
-        hnd = (q, k, v) if skip_reshape else tuple(t.reshape(*t.shape[:2], heads, -1).transpose(1, 2) for t in (q, k, v))
-        out = F.scaled_dot_product_attention(*hnd, attn_mask=mask, scale=scale)
+        d = q.shape[-1] if skip_reshape else q.shape[-1] // heads
+        hnd = (q, k, v) if skip_reshape else tuple(t.unflatten(-1, (-1, d)).transpose(1, 2) for t in (q, k, v))
+        out = F.scaled_dot_product_attention(*hnd, attn_mask=mask, scale=scale, enable_gqa=enable_gqa)
         return out if skip_output_reshape else out.transpose(1, 2).flatten(-2)
     # ComfyUI's attention is its wrap_attn-wrapped module attribute: _inside_attn_wrapper skips the wrapper.
     out = router(comfy_attention, q, k, v, heads, mask=mask, skip_reshape=skip_reshape, _inside_attn_wrapper=True,
                  skip_output_reshape=skip_output_reshape, attn_precision=getattr(torch, attn_precision, None),
-                 **({"scale": scale} if scale is not None else {}),
+                 **({"scale": scale} if scale is not None else {}), **({"enable_gqa": True} if enable_gqa else {}),
                  **({} if low_precision else {"low_precision_attention": False}))
     # A custom op's output may not alias its inputs.
     return out.clone() if out.data_ptr() in (q.data_ptr(), k.data_ptr(), v.data_ptr()) else out
 
 
 @attention.register_fake
-def _(q, k, v, mask, heads, skip_reshape, skip_output_reshape, scale, low_precision, attn_precision, func, router_key):
+def _(q, k, v, mask, heads, skip_reshape, skip_output_reshape, scale, low_precision, enable_gqa, attn_precision, func,
+      router_key):
     b, n, d = q.shape[0], q.shape[-2], q.shape[-1] if skip_reshape else q.shape[-1] // heads
     return q.new_empty((b, heads, n, d) if skip_output_reshape else (b, n, heads * d))

@@ -1,5 +1,6 @@
 """What became of an attention call. A generation counts, per device, ``SAGE``, a ``Reason``, a
-``Fault``, ``MASK_DROPPED``, ``NO_BLOCK_POSITIONS`` (calls a block window could not place) and a
+``Fault``, ``MASK_DROPPED``, ``COPIED`` (calls whose q/k/v the kernel got as copies: call.Call.copies),
+``NO_BLOCK_POSITIONS`` (calls a block window could not place) and a
 shape bucket's (``BucketKey``, the route it took) pairs."""
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import enum
 
 import torch
 
-SAGE, MASK_DROPPED, NO_BLOCK_POSITIONS = "sage", "masks_dropped", "no_block_positions"
+SAGE, MASK_DROPPED, COPIED, NO_BLOCK_POSITIONS = "sage", "masks_dropped", "copied", "no_block_positions"
 
 
 class Reason(str, enum.Enum):

@@ -14,7 +14,7 @@ import torch
 from . import compiled, trials
 from .call import Call, MaskKind
 from .decide import bucket_key, check_key, decide
-from .reasons import MASK_DROPPED, NO_BLOCK_POSITIONS, SAGE, Fault, Reason, classify, describe
+from .reasons import COPIED, MASK_DROPPED, NO_BLOCK_POSITIONS, SAGE, Fault, Reason, classify, describe
 from .session import Generation, Session
 from .settings import ROUTING_MEASURED, Settings
 
@@ -95,6 +95,7 @@ class Router:
             return self.fault(exc, call, func, args, kwargs)
         result = call.output(out, layout)
         counts[MASK_DROPPED] += call.mask is not None and call.mask_kind is not MaskKind.MASKS  # no-op, or padding sliced off
+        counts[COPIED] += call.copies
         if settings.first_call_check and key not in session.checks:
             reference = func(*args, **kwargs)
             verdict = session.checks[key] = trials.judge(key, result, reference)

@@ -33,8 +33,8 @@ ON = Settings(kernel="double", min_seq_len=8)
     ("dtype", ON, {"dtypes": {torch.float16, torch.bfloat16}}, lambda: hnd(), {}, Reason.DTYPE),
     ("head size", ON, {"head_dims": {128}}, lambda: hnd(d=64), {}, Reason.HEAD_DIM),
     ("not cuda", ON, {"devices": {"cuda"}}, lambda: hnd(), {}, Reason.NOT_CUDA),
-    ("gqa", ON, None, lambda: (hnd()[0], *hnd(h=1)[1:]), {"enable_gqa": True}, Reason.LAYOUT),
-    ("strided", ON, None, lambda: tuple(t.transpose(-1, -2) for t in hnd(n=64, d=64)), {}, Reason.LAYOUT),
+    # grouped-query k/v without enable_gqa: a shape mismatch no kernel is handed
+    ("gqa unflagged", ON, None, lambda: (hnd()[0], *hnd(h=1)[1:]), {}, Reason.LAYOUT),
 ])
 def test_each_reason_keeps_sdpa_and_is_counted(session, model, case, settings, spec, make, kwargs, reason):
     q, k, v = make()
@@ -42,6 +42,31 @@ def test_each_reason_keeps_sdpa_and_is_counted(session, model, case, settings, s
     assert calls == []
     assert counts["sage"] == 0 and counts["sdpa"] == {reason.value: 1}
     assert torch.equal(out, plain_attention(q, k, v, q.shape[1], skip_reshape=True, **kwargs))
+
+
+@pytest.mark.parametrize("skip_reshape", [True, False], ids=["HND", "NHD"])
+def test_grouped_query_calls_reach_the_kernel_with_k_and_v_repeated_to_the_query_heads(session, model, skip_reshape):
+    """ComfyUI 0.33 hands OmniGen2's 1 key/value head beside its 2 query heads (enable_gqa): the kernel gets k
+    and v repeated, query head h reading key/value head h // 2, as SDPA's enable_gqa reads them; counted copied."""
+    q, _, _ = hnd(h=4, n=64)
+    _, k, v = hnd(h=2, n=64, seed=1)
+    if not skip_reshape:  # (B, N, H*D), as ComfyUI hands the projections before splitting heads
+        q, k, v = (t.transpose(1, 2).flatten(-2) for t in (q, k, v))
+    out, calls, counts = run(session, model, ON, q, k, v, 4, skip_reshape=skip_reshape, enable_gqa=True)
+    assert counts["sage"] == 1 and counts["copied"] == 1 and counts["sdpa"] == {}
+    heads_axis = 1 if skip_reshape else 2
+    assert calls[0]["k"].shape[heads_axis] == 4
+    torch.testing.assert_close(out, plain_attention(q, k, v, 4, skip_reshape=skip_reshape, enable_gqa=True))
+
+
+def test_a_last_dimension_not_contiguous_is_copied_for_the_kernel(session, model):
+    """comfy-kitchen's CPU RoPE (0.2.40) hands FLUX's q/k with a last dimension of stride 2 on ComfyUI 0.33:
+    the kernel gets contiguous copies (SageAttention reads rows), counted copied, and the result is SDPA's."""
+    q, k, v = (t.transpose(-1, -2) for t in hnd(n=64, d=64))  # (B, H, N, D) whose last dimension has stride N
+    out, calls, counts = run(session, model, ON, q, k, v, 2, skip_reshape=True)
+    assert counts["sage"] == 1 and counts["copied"] == 1
+    assert all(calls[0][t].is_contiguous() for t in ("q", "k", "v"))
+    torch.testing.assert_close(out, plain_attention(q, k, v, 2, skip_reshape=True))
 
 
 def test_short_key_alone_keeps_sdpa(session, model):
@@ -145,7 +170,7 @@ def test_a_disabled_scope_counts_short_calls_as_disabled(session, model):
 
 
 def test_calls_of_one_signature_keep_their_own_strides_and_masks(session, model):
-    """Same shapes, dtypes and flags as an eligible call, but strided or masked: still SDPA."""
+    """Same shapes, dtypes and flags as an eligible call, but strided (copied for the kernel) or masked (SDPA)."""
     q, k, v = hnd(n=64)
     strided = tuple(t.transpose(-1, -2).contiguous().transpose(-1, -2) for t in (q, k, v))
     masking = torch.zeros(1, 1, 64, 64)
@@ -158,9 +183,10 @@ def test_calls_of_one_signature_keep_their_own_strides_and_masks(session, model)
                                          attention(scoped, q, k, v, 2, skip_reshape=True, mask=masking),
                                          attention(scoped, q, k, v, 2, skip_reshape=True)])
     counts = last_generation(session, "cpu")
-    assert len(kernel.calls) == 2 and counts["sage"] == 2
-    assert counts["sdpa"] == {Reason.LAYOUT.value: 1, Reason.MASK.value: 1}
-    assert torch.equal(outs[1], plain_attention(*strided, 2, skip_reshape=True))
+    assert len(kernel.calls) == 3 and counts["sage"] == 3 and counts["copied"] == 1
+    assert all(c["q"].stride(-1) == 1 and c["k"].stride(-1) == 1 for c in kernel.calls)
+    assert counts["sdpa"] == {Reason.MASK.value: 1}
+    torch.testing.assert_close(outs[1], plain_attention(*strided, 2, skip_reshape=True))
     assert torch.equal(outs[2], plain_attention(q, k, v, 2, skip_reshape=True, mask=masking))
 
 
