@@ -16,6 +16,6 @@ LUMINA2 = register(Family(
         CallSite("context-refiner layers: text tokens only", Reason.TOO_SHORT,
                  "the Gemma text, a few hundred tokens at most. Where the text encoder's mask has zeros ComfyUI "
                  "hands these calls that mask as int64 (1 = keep), which no kernel takes: were the text long "
-                 "enough, it would stay on SDPA for it (`mask`)"),
+                 "enough, it would stay on SDPA for it (`mask`). ComfyUI 0.33 drops the caption mask: unmasked"),
     ),
 ))

@@ -37,7 +37,8 @@ TINY_CHROMA = dict(image_model="chroma", in_channels=64, out_channels=64, contex
 TINY_CHROMA_RADIANCE = dict(TINY_CHROMA, image_model="chroma_radiance", in_channels=3, out_channels=3, patch_size=16,
                             nerf_hidden_size=16, nerf_mlp_ratio=2, nerf_depth=1, nerf_max_freqs=4, nerf_tile_size=512,
                             nerf_final_head_type="conv", nerf_embedder_dtype=torch.float32,
-                            **newer_fields("comfy.ldm.chroma_radiance.model", "ChromaRadianceParams", use_x0=False))
+                            **newer_fields("comfy.ldm.chroma_radiance.model", "ChromaRadianceParams", use_x0=False,
+                                                         use_sequential_txt_ids=False))
 TINY_HIDREAM = dict(image_model="hidream", patch_size=2, in_channels=16, out_channels=16, num_layers=1,
                     num_single_layers=1, attention_head_dim=32, num_attention_heads=2, caption_channels=[32, 32],
                     text_emb_dim=32, num_routed_experts=4, num_activated_experts=2, axes_dims_rope=[16, 8, 8],
