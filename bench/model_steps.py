@@ -26,6 +26,7 @@ import argparse
 import json
 import statistics
 import tempfile
+import time
 from pathlib import Path
 
 import sas_harness
@@ -36,7 +37,6 @@ import torch  # noqa: E402
 
 import comfy.model_management  # noqa: E402
 
-from sage_attention_scope.nodes.status import payload
 from sas_harness import arms as harness  # noqa: E402
 from sas_harness.arm_orders import balanced_orders  # noqa: E402
 from sas_harness.families import BENCH_MODELS, CASES, SIZES, lacking  # noqa: E402
@@ -75,7 +75,8 @@ def parse_inputs(pairs: list[str]) -> dict:
     out = {}
     for pair in pairs:
         name, _, value = pair.partition("=")
-        out[name] = {"true": True, "false": False}.get(value.lower(), int(value) if value.lstrip("-").isdigit() else value)
+        out[name] = {"true": True, "false": False}.get(value.lower(),
+                                                        int(value) if value.lstrip("-").isdigit() else value)
     return out
 
 
@@ -83,7 +84,10 @@ def run_model(pack, family, size, args, device, dtype, remote=None) -> dict:
     kernel = {"kernel": args.kernel}
     arms = {"no node": None, "scope": {**kernel, **parse_inputs(args.scope)},
             "always": {**kernel, "min_seq_len": 1, "routing": "always"}}
+    started = time.perf_counter()
     gens = Generations(pack, family, size, args.depth, args.small, dtype, device, arms)
+    print(f"{family}{f' {size}²' if size else ''}: model built in {time.perf_counter() - started:.1f} s (apart from "
+          f"every step)", flush=True)
     bound = pack.nodes.SESSION.resolve(args.kernel, device).bound if device.type == "cuda" else None
     if bound is not None:
         gens.arms["blind"] = blind(bound, gens.arms["no node"])
@@ -117,7 +121,7 @@ def run_model(pack, family, size, args, device, dtype, remote=None) -> dict:
             result["step_ms"].append(statistics.mean(step_ms[args.warm_steps:] or step_ms))
     for result in results.values():
         result["ms_per_step"] = statistics.median(result["step_ms"])
-    del gens
+    gens = None  # the arms' models go (the runners' closures held them) before the next model is built
     comfy.model_management.unload_all_models()
     comfy.model_management.soft_empty_cache()
     return results
@@ -144,6 +148,8 @@ def to_markdown(all_results: dict, header: str) -> str:
         for name, r in results.items():
             device_counts = next(iter(r.get("counts", {}).values()), None)
             calls = f"{device_counts['sage']}/{device_counts['sdpa_total']}" if device_counts else "–"
+            if device_counts and device_counts.get("copied"):  # q/k/v copied for the kernel (call.Call.copies)
+                calls += f" ({device_counts['copied']} copied)"
             peak = f"{r['peak_gib']:.1f}" if r.get("peak_gib") else "–"
             lines.append(f"| {label} | {name} | {r['ms_per_step']:.1f} | {base / r['ms_per_step']:.3f} | "
                          f"{r['rel_l2']:.5f} | {r['first_ms']:.0f} | {peak} | {calls} |")
@@ -187,10 +193,12 @@ def main(argv=None):
         if remote is not None:
             remote.close()
     libraries = pack.nodes.status.payload(pack.nodes.SESSION)["libraries"]
-    header = (f"{args.steps} euler steps a generation ({args.warm_steps} warm-up + {args.steps - args.warm_steps} timed: the "
+    header = (f"{args.steps} euler steps a generation ({args.warm_steps} warm-up + "
+              f"{args.steps - args.warm_steps} timed: the "
               f"mean of the timed), median of the rounds (balanced orders); cfg 1, batch 1 (a step is one forward); "
               f"{'float32 tiny configs' if args.small else 'bfloat16, random weights'}; peak GPU memory per arm; "
-              f"device {torch.cuda.get_device_name(0) if device.type == 'cuda' else 'CPU'}, ComfyUI {comfyui_version()}, "
+              f"device {torch.cuda.get_device_name(0) if device.type == 'cuda' else 'CPU'}, "
+              f"ComfyUI {comfyui_version()}, "
               f"torch {torch.__version__}, " + ", ".join(f"{n} {v or '(not installed)'}" for n, v in libraries.items())
               + f"; Scope kernel input {args.kernel}" + (f", scope arm {' '.join(args.scope)}" if args.scope else ""))
     table = to_markdown(all_results, header)

@@ -11,6 +11,11 @@
 #     bash scripts/gpu-run.sh steps    # per step, FLUX.1/Qwen-Image beside 9decfb4, 1.0.6, Wan 2.1 14B
 #                                      #   carry: .device/base .device/sa2 .device/previous.tar.xz
 #     bash scripts/gpu-run.sh video    # video and the new DiT families    carry: .device/base .device/sa2
+# and on ComfyUI 0.33 (its tree, comfy-kitchen 0.2.31 with its CUDA RoPE, comfy-aimdo; bash scripts/gpu-run.sh
+# prepare-0.33 fills .device/c033, ~52 MB, xz -9e so that it fits one call beside SageAttention 2):
+#     bash scripts/gpu-run.sh images-0.33  # GPU tests, family accuracy, FLUX.1 and Krea 2 per step
+#     bash scripts/gpu-run.sh video-0.33   # Kandinsky 5, CogVideoX and LTX-2 per step
+#                                          #   carry: .device/c033 .device/sa2
 # (base: PyAV, torchsde, trampoline, sageattention 1.0.6 and the ComfyUI tree.) Each writes its logs
 # and tables under $OUT (default .artifacts/gpu) as one tar.xz (the device tool brings back at most
 # 8 files) and prints a summary last. Every step's output is kept; a failed step is reported and
@@ -50,6 +55,51 @@ prepare() {
   du -sh "$dev"/*
 }
 
+# ComfyUI 0.33's run: its tree, what it imports that the GPU image lacks (PyAV, comfy-kitchen 0.2.31 without
+# its ROCm backend, comfy-aimdo, blake3, simpleeval, torchsde, trampoline) and sageattention 1.0.6.
+prepare_033() {
+  set -e
+  local part="$dev/c033" tree="$root/.comfyui/comfyui-0.33"
+  [ -f "$tree/comfy/model_patcher.py" ] || bash "$root/scripts/test-comfyui-0.33.sh" --collect-only -q >/dev/null
+  mkdir -p "$part" "$dev/sa2"
+  py="${SAS_VENV:-$root/.venv}/bin/python"
+  tmp="$(mktemp -d)"
+  get() { "$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 -d "$@"; }
+  get "$part" sageattention==1.0.6 torchsde==0.2.6 trampoline==0.1.2 comfy-aimdo==0.4.13 blake3==1.0.11 \
+    simpleeval==1.0.8
+  get "$tmp" av==19.0.2 comfy-kitchen==0.2.31
+  "$py" -m zipfile -e "$tmp"/av-*.whl "$tmp/av"
+  "$py" -m zipfile -e "$tmp"/comfy_kitchen-*.whl "$tmp/kitchen"
+  rm -rf "$tmp/kitchen/comfy_kitchen/backends/hip"
+  tar -C "$tmp/av" -cf - . | xz -9e -T2 > "$part/av.tar.xz"
+  tar -C "$tmp/kitchen" -cf - . | xz -9e -T2 > "$part/kitchen.tar.xz"
+  tar -C "$root/.comfyui" --exclude=__pycache__ -cf - comfyui-0.33 | xz -9e -T2 > "$part/comfyui.tar.xz"
+  cp "${SAS_SA2_WHEEL:-$root/../shared/wheels/sageattention-2.2.0-cp312-cp312-linux_x86_64.whl}" "$dev/sa2/"
+  rm -rf "$tmp"
+  du -sh "$part"/* "$dev/sa2"
+}
+
+unpack_033() {
+  local part="$dev/c033" want
+  for want in av.tar.xz kitchen.tar.xz comfyui.tar.xz; do
+    [ -f "$part/$want" ] || { echo "missing $part/$want"; return 1; }
+  done
+  mkdir -p /tmp/site /tmp/kitchen /tmp/none
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
+    "$part"/torchsde-*.whl "$part"/trampoline-*.whl "$part"/comfy_aimdo-*.whl "$part"/blake3-*.whl \
+    "$part"/simpleeval-*.whl || return 1
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/sa1 \
+    "$part"/sageattention-1.0.6-*.whl || return 1
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/sa2 "$dev"/sa2/*.whl \
+    || return 1
+  tar -C /tmp/site -xJf "$part/av.tar.xz" && tar -C /tmp/kitchen -xJf "$part/kitchen.tar.xz" \
+    && tar -C /tmp -xJf "$part/comfyui.tar.xz" || return 1
+  # Arrived whole: each package imports, and the tree is the one the tests ran on.
+  PYTHONPATH=/tmp/site:/tmp/kitchen python3 -c 'import av, comfy_kitchen, comfy_aimdo, blake3, simpleeval' || return 1
+  grep -q '0.33.0' /tmp/comfyui-0.33/comfyui_version.py || return 1
+}
+
 # On the device machine: what was carried into /tmp. Two kernel sites that never meet (both
 # libraries are the module sageattention); comfy-kitchen, SageAttention 2 and the previous tree
 # only where carried.
@@ -78,7 +128,7 @@ step() {
   local name="$1" site="$2"
   shift 2
   echo "== $name" >&2
-  PYTHONPATH="/tmp/$site:/tmp/site:/tmp/kitchen:$root/tests:${PYTHONPATH:-}" COMFYUI_PATH=/tmp/ComfyUI \
+  PYTHONPATH="/tmp/$site:/tmp/site:/tmp/kitchen:$root/tests:${PYTHONPATH:-}" COMFYUI_PATH="${COMFYUI_PATH:-/tmp/ComfyUI}" \
     PYTHONUNBUFFERED=1 timeout "${SAS_STEP_S:-3600}" "$@" > "$logs/$name.log" 2>&1
   local rc=$?
   summary+=("$name: exit $rc; $(tail -n 1 "$logs/$name.log")")
@@ -98,6 +148,30 @@ finish() {
 case "$mode" in
   prepare)
     prepare ;;
+  prepare-0.33)
+    prepare_033 ;;
+  images-0.33|video-0.33)
+    mkdir -p "$logs"
+    unpack_033 || { echo "unpacking the carried packages failed: were .device/c033 and .device/sa2 carried? (bash scripts/gpu-run.sh prepare-0.33)"; exit 1; }
+    machine > "$logs/machine.txt"
+    export COMFYUI_PATH=/tmp/comfyui-0.33
+  ;;&
+  images-0.33)
+    step gpu-tests-sa2 sa2 python3 -m pytest -m gpu -q -rs tests/test_gpu.py
+    # SAS_ACCURACY / SAS_STEPS: comma-separated families (NAME@SIZE for one image size) instead of the defaults
+    IFS=, read -r -a accuracy <<< "${SAS_ACCURACY:-}"
+    step accuracy sa2 python3 bench/family_accuracy.py --out "$logs/accuracy" ${accuracy[@]+--family "${accuracy[@]}"}
+    IFS=, read -r -a models <<< "${SAS_STEPS:-FLUX.1@2048,Krea 2@1024,Krea 2@2048}"
+    step steps-images sa2 python3 bench/model_steps.py --depth full --rounds 2 --steps 4 --family "${models[@]}" \
+      --out "$logs/steps-images"
+  ;;&
+  video-0.33)
+    IFS=, read -r -a models <<< "${SAS_STEPS:-Kandinsky 5,CogVideoX,LTX-2}"
+    step steps-video sa2 python3 bench/model_steps.py --depth full --rounds 2 --steps 4 --family "${models[@]}" \
+      --out "$logs/steps-video"
+  ;;&
+  images-0.33|video-0.33)
+    finish ;;
   tests|kitchen|steps|video)
     mkdir -p "$logs"
     unpack || { echo "unpacking the carried packages failed: was .device/base carried? (bash scripts/gpu-run.sh prepare)"; exit 1; }
@@ -128,6 +202,6 @@ case "$mode" in
   tests|kitchen|steps|video)
     finish ;;
   *)
-    echo "usage: bash scripts/gpu-run.sh prepare|tests|kitchen|steps|video" >&2
+    echo "usage: bash scripts/gpu-run.sh prepare|tests|kitchen|steps|video|prepare-0.33|images-0.33|video-0.33" >&2
     exit 2 ;;
 esac
