@@ -24,7 +24,6 @@ sas_harness.boot()
 
 import torch  # noqa: E402
 
-from sage_attention_scope.nodes.status import payload
 from sas_harness import arms as harness  # noqa: E402
 from sas_harness.arm_orders import balanced_orders  # noqa: E402
 from sas_harness.call_arms import ScopedCalls, accuracy, comfy_call, fp32_reference, inputs  # noqa: E402
@@ -167,7 +166,8 @@ def to_markdown(info: dict, rows: list[dict], remote_label: str | None = None) -
             f"{'/'.join(str(n) for n in sorted({r['rounds'] for r in rows}))}, arms in balanced orders. Cells: ms "
             f"(× SDPA, rel L2 vs fp32) [fastest-slowest round]. routed ÷ best = routed / min(SDPA, the routed kernel "
             f"called directly); the target, ≤ 1.05, is judged where SDPA takes ≥ {GPU_BOUND_MS:g} ms.\n\n")
-    lines = ["| shape (B, H, Nq, Nkv, D) | " + " | ".join(names) + " | routed ÷ best |", "|---" * (len(names) + 2) + "|"]
+    lines = ["| shape (B, H, Nq, Nkv, D) | " + " | ".join(names) + " | routed ÷ best |",
+             "|---" * (len(names) + 2) + "|"]
     verdicts = []
     for row in rows:
         sdpa = row["arms"]["sdpa"]["ms"]
@@ -175,7 +175,8 @@ def to_markdown(info: dict, rows: list[dict], remote_label: str | None = None) -
         for name in names:
             r = row["arms"].get(name, {"error": "not run"})
             cells.append(f"failed ({r['error']})" if "error" in r else
-                         f"{r['ms']:.3f} ({sdpa / r['ms']:.2f}×, {r['rel_l2']:.3f}) [{r['spread'][0]:.3f}-{r['spread'][1]:.3f}]")
+                         f"{r['ms']:.3f} ({sdpa / r['ms']:.2f}×, {r['rel_l2']:.3f}) "
+                         f"[{r['spread'][0]:.3f}-{r['spread'][1]:.3f}]")
         ratio = routed_vs_best(row)
         cells.append("–" if ratio is None else f"{ratio:.3f}" + ("" if sdpa >= GPU_BOUND_MS else " (host-bound)"))
         lines.append("| " + " | ".join(cells) + " |")
@@ -193,8 +194,8 @@ def to_markdown(info: dict, rows: list[dict], remote_label: str | None = None) -
 
 def compare_lines(rows: list[dict], label: str) -> str:
     """This tree's scoped arms against the same arms of the other tree, shape by shape."""
-    lines = ["", f"This tree ÷ {label} (ms ratio; above 1 = this tree slower), GPU-bound shapes judged against 1.03:", "",
-             "| shape | " + " | ".join(ScopedArms) + " |", "|---" * (len(ScopedArms) + 1) + "|"]
+    lines = ["", f"This tree ÷ {label} (ms ratio; above 1 = this tree slower), GPU-bound shapes judged against 1.03:",
+             "", "| shape | " + " | ".join(ScopedArms) + " |", "|---" * (len(ScopedArms) + 1) + "|"]
     for row in rows:
         cells = []
         for name in ScopedArms:

@@ -18,8 +18,8 @@ UI_KEY = "sage_attention_status"
 INSTALL_DOCS = "https://github.com/sage-attention-scope/sage-attention-scope/blob/main/docs/user-guide.md#install"
 HAVE = {  # what ``auto`` found, where it is not SageAttention 2; figures: docs/measured.md (H200)
     None: "no kernel it can use",
-    "sage1_triton": "only SageAttention 1 (PyPI 1.0.x), slower than SDPA at every shape measured on an H200 and wrong at "
-                    "short keys (the first-call check keeps those on SDPA)",
+    "sage1_triton": "only SageAttention 1 (PyPI 1.0.x), slower than SDPA at every shape measured on an H200 and "
+                    "wrong at short keys (the first-call check keeps those on SDPA)",
     "kitchen_int8": "only comfy-kitchen INT8: accurate, but slower than SDPA at every shape measured on an H200 (GPUs "
                     "whose INT8 runs at twice FP16 may gain: measured routing finds where)"}
 
@@ -146,7 +146,8 @@ def render(snap: dict) -> str:
 
 def _sampling(sampling_ms: float, timing_ms: float) -> str:
     return f"sampling {sampling_ms / 1e3:.2f} s" + (
-        f", of which {timing_ms:.0f} ms timing kernels ({100 * timing_ms / max(sampling_ms, 1e-9):.2f}%)" if timing_ms else "")
+        f", of which {timing_ms:.0f} ms timing kernels ({100 * timing_ms / max(sampling_ms, 1e-9):.2f}%)"
+        if timing_ms else "")
 
 
 class SageAttentionStatus(io.ComfyNode):

@@ -50,7 +50,8 @@ class WrongShape(ValueError):  # a kernel returned something other than the atte
     pass
 
 
-_OOM_TYPES = tuple({getattr(torch, "OutOfMemoryError", MemoryError), getattr(torch.cuda, "OutOfMemoryError", MemoryError)})
+_OOM_TYPES = tuple({getattr(torch, "OutOfMemoryError", MemoryError),
+                    getattr(torch.cuda, "OutOfMemoryError", MemoryError)})
 
 
 def classify(exc: BaseException) -> Fault:
@@ -60,7 +61,8 @@ def classify(exc: BaseException) -> Fault:
         return Fault.OOM
     # Triton raises its own classes; a broken or unwritable cache is an OSError naming its path.
     if any(cls.__module__.split(".")[0] == "triton" for cls in type(exc).__mro__) or (
-            isinstance(exc, OSError) and any(h in str(exc).lower() for h in ("triton", "ptxas", "cuda_utils", "libcuda.so"))):
+            isinstance(exc, OSError)
+            and any(h in str(exc).lower() for h in ("triton", "ptxas", "cuda_utils", "libcuda.so"))):
         return Fault.TRITON
     return Fault.OTHER
 

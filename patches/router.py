@@ -94,7 +94,8 @@ class Router:
         except Exception as exc:  # noqa: BLE001 - a kernel failure must never lose a generation
             return self.fault(exc, call, func, args, kwargs)
         result = call.output(out, layout)
-        counts[MASK_DROPPED] += call.mask is not None and call.mask_kind is not MaskKind.MASKS  # no-op, or padding sliced off
+        counts[MASK_DROPPED] += (call.mask is not None
+                                 and call.mask_kind is not MaskKind.MASKS)  # no-op, or padding sliced off
         counts[COPIED] += call.copies
         if settings.first_call_check and key not in session.checks:
             reference = func(*args, **kwargs)
@@ -112,7 +113,8 @@ class Router:
         bucket = bucket_key(call, bound.backend)
         if settings.routing == ROUTING_MEASURED and bucket not in session.decisions:
             try:
-                measured = session.measure(bucket, lambda: bound(call, settings), lambda: self.through(func, args, kwargs),
+                measured = session.measure(bucket, lambda: bound(call, settings),
+                                           lambda: self.through(func, args, kwargs),
                                            call.device, bound.version, generation)
             except Exception as exc:  # noqa: BLE001 - the kernel failed while timed
                 return self.fault(exc, call, func, args, kwargs)

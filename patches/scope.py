@@ -91,7 +91,8 @@ def outer_sample(router: Router, executor, *args, **kwargs):
         if generation.measuring_ms:
             wall = router.session.last_ms[0]
             log.info("Sage Attention Scope spent %.0f ms of this %.0f ms generation timing kernels (%.2f%%); later "
-                     "generations reuse what it measured.", generation.measuring_ms, wall, 100 * generation.measuring_ms / wall)
+                     "generations reuse what it measured.",
+                     generation.measuring_ms, wall, 100 * generation.measuring_ms / wall)
 
 
 def forward(router: Router, executor, *args, **kwargs):

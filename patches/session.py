@@ -34,7 +34,8 @@ class Generation:
     def take_bad_keys(self) -> set[trials.CheckKey]:
         """Keys with a NaN or inf in a kernel output since the last call: one sync per device."""
         flags, self.flags = self.flags, []
-        finite = {d: iter(torch.stack([f for _, f in flags if f.device == d]).tolist()) for d in {f.device for _, f in flags}}
+        finite = {d: iter(torch.stack([f for _, f in flags if f.device == d]).tolist())
+                  for d in {f.device for _, f in flags}}
         return {key for key, flag in flags if not next(finite[flag.device])}
 
 
@@ -92,8 +93,8 @@ class Session:
                 self.kernel_lines.setdefault(str(device), {})[choice] = {
                     "kernel": bound and bound.backend.name, "why": found.why, "version": bound and bound.version}
             if self.first_time("kernel", str(device), choice):
-                log.info("Sage Attention Scope on %s: %s", device, f"{bound.backend.name}, {bound.version} ({found.why})"
-                         if bound else f"SDPA only: {found.why}")
+                log.info("Sage Attention Scope on %s: %s", device,
+                         f"{bound.backend.name}, {bound.version} ({found.why})" if bound else f"SDPA only: {found.why}")
         return found
 
     def measure(self, key: trials.BucketKey, run_sage, run_sdpa, device: torch.device, version: str,
@@ -136,7 +137,8 @@ class Session:
             self.generations += 1
             self.last_ms = ((time.perf_counter() - generation.started) * 1e3, generation.measuring_ms)
             record = self.record(generation.run_id, generation.label)
-            record["sampling_ms"], record["timing_ms"] = record["sampling_ms"] + self.last_ms[0], record["timing_ms"] + self.last_ms[1]
+            record["sampling_ms"] = record["sampling_ms"] + self.last_ms[0]
+            record["timing_ms"] = record["timing_ms"] + self.last_ms[1]
             if generation.counts:
                 self.last = {device: collections.Counter(c) for device, c in generation.counts.items()}
             for device, counts in generation.counts.items():

@@ -84,7 +84,8 @@ class Decision:
 
     def describe(self) -> str:
         sage = "failed" if self.sage_ms is None else f"{self.sage_ms:.3f} ms"
-        return (f"{self.key.label()}: Sage {sage} vs SDPA {self.sdpa_ms:.3f} ms -> {'Sage' if self.use_sage else 'SDPA'}"
+        return (f"{self.key.label()}: Sage {sage} vs SDPA {self.sdpa_ms:.3f} ms -> "
+                f"{'Sage' if self.use_sage else 'SDPA'}"
                 + (" (saved)" if self.saved else ""))
 
 

@@ -44,7 +44,8 @@ def test_every_per_call_arm_does_what_it_is_named_for(session):
     direct_and_scoped = 3 * 2 * (repeats + 2)  # three arms, two rounds, warm-ups included
     assert len(kernel.calls) >= direct_and_scoped
     assert payload(session)["devices"]["cpu"]["session"]["sdpa"].get("too_short", 0) >= 2 * repeats
-    assert bench.routed_vs_best(row) == pytest.approx(arms["routed"]["ms"] / min(arms["sdpa"]["ms"], arms["double"]["ms"]))
+    assert bench.routed_vs_best(row) == pytest.approx(
+        arms["routed"]["ms"] / min(arms["sdpa"]["ms"], arms["double"]["ms"]))
 
 
 def test_the_target_is_judged_where_sdpa_is_gpu_bound():
@@ -64,7 +65,8 @@ def test_the_target_is_judged_where_sdpa_is_gpu_bound():
 
 def _this_tree(tmp_path):
     """This checkout's files (tracked, and new ones git does not ignore), as ``git archive`` exports a commit."""
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, check=True).stdout.split(b"\0")
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                           cwd=ROOT, capture_output=True, check=True).stdout.split(b"\0")
     for name in filter(None, (f.decode() for f in files)):
         if (ROOT / name).is_file():
             (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,8 @@ def set_model_optimized_attention(model, optimized_attention):
     Backend" node, KJNodes): an override that calls the chosen function, on the given clone."""
     def optimized_attention_override(_, *args, **kwargs):
         return optimized_attention(*args, **kwargs)
-    model.model_options.setdefault("transformer_options", {})["optimized_attention_override"] = optimized_attention_override
+    transformer_options = model.model_options.setdefault("transformer_options", {})
+    transformer_options["optimized_attention_override"] = optimized_attention_override
     return model
 
 
@@ -73,8 +74,8 @@ def test_an_override_that_wraps_the_scope_is_named_and_what_it_passes_on_is_coun
         wrapped.model_options["transformer_options"]["optimized_attention_override"] = sparse_attention
         sample(wrapped, flux_conditioning())
     assert last_generation(session)["sage"] == CALLS
-    assert "wraps_the_scope_is_named_and_what_it_passes_on_is_counted.<locals>.sparse_attention, which wraps the Scope" in (
-        render(payload(session)))
+    assert ("wraps_the_scope_is_named_and_what_it_passes_on_is_counted.<locals>.sparse_attention, "
+            "which wraps the Scope") in render(payload(session))
 
 
 @pytest.mark.parametrize("order", ["scope, then TorchCompileModel", "TorchCompileModel, then scope"])

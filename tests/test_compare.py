@@ -166,6 +166,7 @@ def test_nested_latents_are_compared_in_all_their_parts(session):
                         latent_b={"samples": NestedTensor([video.clone(), audio + 0.1])})
     assert shown["metrics"]["latent"]["max_abs_diff"] == pytest.approx(0.1, abs=1e-6)
     assert out.shape == (1, 4, 12, 3) and (out[:, :, 8:] == 0).all()  # the video part agrees
-    with pytest.raises(ValueError, match=r"latent_a is 1x128x3x4x4 \+ 1x8x5x16 and latent_b is 1x128x3x4x4 \+ 1x8x4x16"):
+    with pytest.raises(ValueError,
+                       match=r"latent_a is 1x128x3x4x4 \+ 1x8x5x16 and latent_b is 1x128x3x4x4 \+ 1x8x4x16"):
         run(latent_a={"samples": NestedTensor([video, audio])},
             latent_b={"samples": NestedTensor([video, audio[:, :, :4]])})

@@ -54,8 +54,8 @@ def test_real_kernel_matches_sdpa(session, kernel, shape, dtype, layout):
     to_hnd = (lambda t: t.transpose(1, 2)) if layout == "NHD" else (lambda t: t)
     ref = F.scaled_dot_product_attention(*(to_hnd(t).float() for t in (q, k, v)))
     cosine, rel_l2, finite = trials.compare(to_hnd(out), ref)
-    record(test="kernel_vs_fp32", kernel=kernel.name, version=kernel.version, shape=shape, dtype=str(dtype), layout=layout,
-           cosine=cosine, rel_l2=rel_l2)
+    record(test="kernel_vs_fp32", kernel=kernel.name, version=kernel.version, shape=shape, dtype=str(dtype),
+           layout=layout, cosine=cosine, rel_l2=rel_l2)
     assert finite and cosine >= 0.99 and rel_l2 <= trials.MAX_REL_L2
     assert torch.equal(k, k_before)
 
@@ -74,7 +74,8 @@ def test_key_length_77_is_routed_to_sdpa_by_the_threshold(session, kernel):
     ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
     cosine, rel_l2, _ = trials.compare(raw, ref)
     record(test="kv77_raw_kernel", kernel=kernel.name, version=kernel.version, cosine=cosine, rel_l2=rel_l2)
-    if kernel.backend.library == "SageAttention 1":  # 1.0.6 is wrong here (H200: relative L2 0.45): the check catches it
+    if kernel.backend.library == "SageAttention 1":
+        # 1.0.6 is wrong here (H200: relative L2 0.45): the check catches it
         assert rel_l2 > trials.MAX_REL_L2
 
     model = build_tiny_flux_d128()
@@ -98,7 +99,8 @@ def test_scoped_flux_runs_every_call_on_the_real_kernel(session, kernel):
     model = build_tiny_flux_d128()
     cond = flux_conditioning()
     plain = sample(model, cond, latent_hw=(64, 64), steps=2)
-    routed = sample(apply_scope(model, Settings(kernel=CHOICE, min_seq_len=1), session), cond, latent_hw=(64, 64), steps=2)
+    routed = sample(apply_scope(model, Settings(kernel=CHOICE, min_seq_len=1), session), cond,
+                    latent_hw=(64, 64), steps=2)
     gen = last_generation(session, "cuda:0")
     assert gen["sage"] == 2 * 4 and gen["sdpa_total"] == 0
     cosine, rel_l2, finite = trials.compare(routed, plain)
@@ -163,10 +165,12 @@ def test_fp8_weights_with_bf16_activations_run_on_the_kernel(session, kernel):
     assert next(model.model.diffusion_model.parameters()).dtype == torch.float8_e4m3fn
     cond = flux_conditioning()
     plain = sample(model, cond, latent_hw=(64, 64), steps=2)
-    routed = sample(apply_scope(model, Settings(kernel=CHOICE, min_seq_len=1, routing="always"), session), cond, latent_hw=(64, 64), steps=2)
+    routed = sample(apply_scope(model, Settings(kernel=CHOICE, min_seq_len=1, routing="always"), session), cond,
+                    latent_hw=(64, 64), steps=2)
     gen = last_generation(session, "cuda:0")
     cosine, rel_l2, finite = trials.compare(routed, plain)
-    record(test="fp8_weights_tiny_flux", kernel=kernel.name, version=kernel.version, cosine=cosine, rel_l2=rel_l2, sage=gen["sage"])
+    record(test="fp8_weights_tiny_flux", kernel=kernel.name, version=kernel.version, cosine=cosine, rel_l2=rel_l2,
+           sage=gen["sage"])
     assert gen["sage"] == 2 * 2 and gen["sdpa_total"] == 0
     assert finite and cosine >= 0.99
 
@@ -190,8 +194,8 @@ def test_partially_loaded_lowvram_model_runs_on_the_kernel(session, kernel, monk
     partial = model.model.model_lowvram and model.loaded_size() < model.model_size()
     gen = last_generation(session, "cuda:0")
     cosine, rel_l2, finite = trials.compare(routed, plain)
-    record(test="lowvram_partial_load_flux", kernel=kernel.name, version=kernel.version, partial=bool(partial), cosine=cosine,
-           rel_l2=rel_l2, loaded_mib=model.loaded_size() / 2**20, model_mib=model.model_size() / 2**20)
+    record(test="lowvram_partial_load_flux", kernel=kernel.name, version=kernel.version, partial=bool(partial),
+           cosine=cosine, rel_l2=rel_l2, loaded_mib=model.loaded_size() / 2**20, model_mib=model.model_size() / 2**20)
     mm.unload_all_models()
     assert partial
     assert gen["sage"] == 2 * 3 and finite and cosine >= 0.99

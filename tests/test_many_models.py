@@ -19,7 +19,8 @@ SDXL = next(c for c in CASES if c.family == "SDXL")
 
 
 def test_a_scoped_and_an_unscoped_model_in_one_graph(session):
-    base, refiner = build(comfy.supported_models.Flux, TINY_FLUX, seed=0), build(comfy.supported_models.Flux, TINY_FLUX, seed=1)
+    base = build(comfy.supported_models.Flux, TINY_FLUX, seed=0)
+    refiner = build(comfy.supported_models.Flux, TINY_FLUX, seed=1)
     cond = flux_conditioning()
     plain_base, plain_refiner = sample(base, cond), sample(refiner, cond)
     kernel = RecordingKernel()
@@ -33,7 +34,8 @@ def test_a_scoped_and_an_unscoped_model_in_one_graph(session):
 
 
 def test_two_scoped_models_each_keep_their_own_settings(session):
-    first, second = build(comfy.supported_models.Flux, TINY_FLUX, seed=0), build(comfy.supported_models.Flux, TINY_FLUX, seed=1)
+    first = build(comfy.supported_models.Flux, TINY_FLUX, seed=0)
+    second = build(comfy.supported_models.Flux, TINY_FLUX, seed=1)
     cond = flux_conditioning()
     with registered(session, make_kernel("double", RecordingKernel())):
         eager = apply_scope(first, Settings(kernel="double", min_seq_len=1), session)

@@ -74,7 +74,8 @@ def test_a_failing_kernel_never_wins(session, model):
     """The kernel answers the call, then raises when the clock runs it: SDPA takes the bucket."""
     fake = FakeClock(0.001, 100.0, run_arms=True)
     boom = raising(lambda: RuntimeError("boom while timed"))
-    failing = RecordingKernel(lambda q, k, v, **kw: (reference_attention if not failing.calls[1:] else boom)(q, k, v, **kw))
+    failing = RecordingKernel(
+        lambda q, k, v, **kw: (reference_attention if not failing.calls[1:] else boom)(q, k, v, **kw))
     session.clock = fake
     with registered(session, make_kernel("double", failing)):
         scoped = apply_scope(model, Settings(kernel="double", min_seq_len=8, first_call_check=False), session)
@@ -92,7 +93,8 @@ def test_decision_holds_for_the_session_and_always_skips_timing(session, model):
     assert fake.timed == ["sdpa", "sage"] * trials.ROUNDS
     assert payload(session)["devices"]["cpu"]["session"]["sdpa"] == {Reason.MEASURED_SLOWER.value: 2}
     always = FakeClock(3.0, 2.0)
-    assert len(calls(session, model, Settings(kernel="double", min_seq_len=8, routing="always"), [(32, 64)], always)) == 1
+    assert len(calls(session, model, Settings(kernel="double", min_seq_len=8, routing="always"),
+                     [(32, 64)], always)) == 1
     assert always.timed == [] and last_generation(session, "cpu")["sage"] == 1
 
 
@@ -127,7 +129,8 @@ class SequenceClock:
 
 def test_one_transient_round_does_not_lock_the_bucket(session, model):
     # Round 2 of SageAttention hit a 10x spike; the median round still says Sage is faster.
-    kernel_calls = calls(session, model, MEASURED, [(32, 64)] * 2, SequenceClock(sage=[1.0, 10.0, 1.1], sdpa=[2.0, 2.1, 1.9]))
+    kernel_calls = calls(session, model, MEASURED, [(32, 64)] * 2,
+                         SequenceClock(sage=[1.0, 10.0, 1.1], sdpa=[2.0, 2.1, 1.9]))
     assert len(kernel_calls) == 2
     [decision] = session.decisions.values()
     assert decision.use_sage and decision.sage_ms == 1.1 and decision.sdpa_ms == 2.0

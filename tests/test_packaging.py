@@ -32,7 +32,8 @@ def test_project_fields_the_registry_requires(session):
     assert "comfyui" not in project["name"].lower()  # the registry's advice for a node id
     assert re.fullmatch(r"\d+\.\d+\.\d+", project["version"])
     assert project["license"] == "GPL-3.0-or-later" and project["license-files"] == ["LICENSE"]
-    assert "GNU GENERAL PUBLIC LICENSE" in (ROOT / "LICENSE").read_text() and "Version 3" in (ROOT / "LICENSE").read_text()
+    assert ("GNU GENERAL PUBLIC LICENSE" in (ROOT / "LICENSE").read_text()
+            and "Version 3" in (ROOT / "LICENSE").read_text())
     assert project["description"] and project["urls"]["Repository"].startswith("https://github.com/")
     os_values = [c for c in project["classifiers"] if c.startswith("Operating System :: ")]
     gpus = [c for c in project["classifiers"] if c.startswith("Environment :: ")]
@@ -53,7 +54,8 @@ def test_the_wheel_builds_and_holds_the_pack_as_comfyui_loads_it(session, tmp_pa
     names = set(zipfile.ZipFile(wheel).namelist())
     shipped = {f"sage_attention_scope/{p.relative_to(ROOT).as_posix()}" for folder in ("nodes", "patches", "web")
                for p in (ROOT / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts}
-    shipped |= {f"sage_attention_scope/{p.relative_to(ROOT).as_posix()}" for p in (ROOT / "example_workflows").iterdir()}
+    shipped |= {f"sage_attention_scope/{p.relative_to(ROOT).as_posix()}"
+                for p in (ROOT / "example_workflows").iterdir()}
     assert "sage_attention_scope/__init__.py" in names and shipped <= names, sorted(shipped - names)
     assert not {n for n in names if n.split("/")[1] in ("tests", "bench", "scripts", "docs", ".ci")}
 

@@ -183,7 +183,8 @@ def _evaluations(model):
         before = dict(generation.counts["cpu"])
         out = apply_model(args["input"], args["timestep"], **args["c"])
         after = generation.counts["cpu"]
-        seen.append((float(args["timestep"][0]), {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}))
+        seen.append((float(args["timestep"][0]),
+                     {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}))
         return out
     model.set_model_unet_function_wrapper(wrapper)
     return seen
@@ -195,7 +196,8 @@ def test_the_step_window_keeps_the_steps_outside_it_on_sdpa(session, sampler, st
     model = build(comfy.supported_models.Flux, TINY_FLUX)
     start, end = (model.model.model_sampling.percent_to_sigma(p) for p in (0.2, 0.8))
     with registered(session, make_kernel("double", RecordingKernel())):
-        scoped = apply_scope(model, Settings(kernel="double", min_seq_len=1, start_percent=0.2, end_percent=0.8), session)
+        scoped = apply_scope(model, Settings(kernel="double", min_seq_len=1, start_percent=0.2,
+                                             end_percent=0.8), session)
         seen = _evaluations(scoped)
         sample(scoped, flux_conditioning(), steps=10, sampler=sampler, start_step=start_step)
     calls = TINY_FLUX["depth"] + TINY_FLUX["depth_single_blocks"]

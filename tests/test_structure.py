@@ -1,6 +1,6 @@
-"""The shape the engine was given and later work keeps (the one-decision-engine issue): an engine of at
-most 1,300 lines, no module over 300, a family a declaration of at most 60, and no import cycle
-among the pack's modules."""
+"""The shape the engine keeps: a family module is a declaration (no classes or functions of its own), and
+no import cycle among the pack's modules. Line lengths and the rest of ComfyUI's rule set are ruff's
+(pyproject.toml), which the test command runs (scripts/run-pytest.sh); sizes follow from reading, not caps."""
 import ast
 
 import pytest
@@ -8,25 +8,14 @@ import pytest
 from sas_harness import ROOT
 
 PRODUCT = [ROOT / "__init__.py", *sorted((ROOT / "nodes").rglob("*.py")), *sorted((ROOT / "patches").rglob("*.py"))]
-ENGINE = [p for p in PRODUCT if p.parts[-2] != "families" and "patches" in p.relative_to(ROOT).parts]
+FAMILIES = [p for p in sorted((ROOT / "patches" / "families").glob("*.py")) if p.name != "__init__.py"]
 
 
-def lines(path) -> int:
-    return len(path.read_text().splitlines())
-
-
-def test_the_engine_stays_under_1300_lines_and_no_module_over_300():
-    assert sum(map(lines, ENGINE)) <= 1300, {p.name: lines(p) for p in ENGINE}
-    assert all(lines(p) <= 300 for p in PRODUCT), {p.name: lines(p) for p in PRODUCT}
-
-
-@pytest.mark.parametrize("path", sorted((ROOT / "patches" / "families").glob("*.py")), ids=lambda p: p.name)
-def test_a_family_module_is_a_declaration_of_at_most_60_lines(path):
-    if path.name == "__init__.py":
-        pytest.skip("the families' registry and recognition, not a family")
+@pytest.mark.parametrize("path", FAMILIES, ids=lambda p: p.name)
+def test_a_family_module_is_a_declaration(path):
     tree = ast.parse(path.read_text())
-    assert lines(path) <= 60
-    assert not [n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.AsyncFunctionDef))]  # declarations
+    defined = [n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
+    assert not defined, f"{path.name} defines {defined}: a family module only declares (families/__init__.py)"
 
 
 def _imports(path) -> set[str]:

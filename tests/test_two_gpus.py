@@ -72,7 +72,8 @@ def test_a_failing_check_on_one_device_retires_only_that_device(session):
     with registered(session, make_kernel("double", RecordingKernel(wrong_on_cuda1))):
         for device in ("cuda:0", "cuda:1"):
             model = build_tiny_flux_d128(device)
-            sample(apply_scope(model, Settings(kernel="double", min_seq_len=1), session), cond, latent_hw=(64, 64), steps=2)
+            sample(apply_scope(model, Settings(kernel="double", min_seq_len=1), session), cond,
+                   latent_hw=(64, 64), steps=2)
             gen = last_generation(session, device)
             if device == "cuda:0":
                 assert gen["sage"] == FLUX_CALLS

@@ -67,7 +67,8 @@ class Bound:
         with torch.cuda.device(q.device) if q.is_cuda else contextlib.nullcontext():
             out = self.backend.run(self.fn, q, k, v, call, layout, settings)
         if not isinstance(out, torch.Tensor) or out.shape != q.shape:  # attention keeps q's shape
-            raise WrongShape(f"{self.name} returned {getattr(out, 'shape', type(out).__name__)}, expected {tuple(q.shape)}")
+            raise WrongShape(f"{self.name} returned {getattr(out, 'shape', type(out).__name__)}, "
+                             f"expected {tuple(q.shape)}")
         return out, layout
 
 
@@ -86,7 +87,8 @@ REGISTRY: dict[str, Backend] = {}  # filled at import by the modules below; neve
 SAGE2_BY_ARCH = {(8, 0): "sage2_fp16_cuda", (8, 6): "sage2_fp16_cuda", (8, 7): "sage2_fp16_cuda",
                  (8, 9): "sage2_fp8_cuda", (9, 0): "sage2_fp8_sm90", (10, 0): "sage2_fp16_cuda",
                  (12, 0): "sage2_fp16_cuda", (12, 1): "sage2_fp16_cuda"}
-AUTO = {(7, 5): ("kitchen_int8",), **{arch: (sage2, "sage1_triton", "kitchen_int8") for arch, sage2 in SAGE2_BY_ARCH.items()}}
+AUTO = {(7, 5): ("kitchen_int8",),
+        **{arch: (sage2, "sage1_triton", "kitchen_int8") for arch, sage2 in SAGE2_BY_ARCH.items()}}
 
 
 def register(*found: Backend) -> None:
@@ -118,7 +120,8 @@ class Finder:
     def resolve(self, choice: str, device: torch.device, lookup) -> Resolution:
         capability = self.capability(device) if device.type == "cuda" else None
         if choice != "auto":
-            bound = self.bind(lookup(choice), device, capability) if lookup(choice) else f"no kernel is called {choice!r}"
+            bound = (self.bind(lookup(choice), device, capability) if lookup(choice)
+                     else f"no kernel is called {choice!r}")
             return Resolution(bound, f"{choice} chosen") if isinstance(bound, Bound) else Resolution(None, bound)
         if capability is None:
             return Resolution(None, f"SageAttention needs a CUDA device, got {device}")
@@ -144,7 +147,8 @@ class Finder:
             return f"{version} does not export {backend.function}"
         missing = missing_parameters(fn, backend.params)
         if missing:
-            return f"{backend.function} of {version} does not take {', '.join(missing)}; not passing arguments it would ignore"
+            return (f"{backend.function} of {version} does not take {', '.join(missing)}; "
+                    "not passing arguments it would ignore")
         if module is not None and backend.available and not getattr(module, backend.available)(device):
             return f"{version}: {backend.function} does not run on {device}"
         return Bound(backend, fn, version)

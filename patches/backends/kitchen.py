@@ -14,4 +14,5 @@ register(Backend(
     name="kitchen_int8", label="comfy-kitchen INT8 (Q·K and P·V in INT8)", library="comfy-kitchen",
     module="comfy_kitchen", function="int8_attention", params=("scale", "attn_mask"), run=run,
     head_dims=frozenset(range(1, 257)), dtypes=frozenset({torch.float16, torch.bfloat16, torch.float32}),
-    layouts=frozenset({"HND"}), transposed_views=True, masks=True, min_capability=(7, 5), available="int8_attention_is_available"))
+    layouts=frozenset({"HND"}), transposed_views=True, masks=True, min_capability=(7, 5),
+    available="int8_attention_is_available"))

@@ -10,7 +10,8 @@ def _backend(name, label, function, fixed, **extra):
         return fn(q, k, v, tensor_layout=layout, is_causal=False, sm_scale=call.scale, smooth_k=settings.smooth_k,
                   **fixed)
     return Backend(name=name, label=f"SageAttention 2 ({label})", library="SageAttention 2", module="sageattention",
-                   function=f"sageattn_{function}", params=("tensor_layout", "is_causal", "sm_scale", "smooth_k", *fixed),
+                   function=f"sageattn_{function}",
+                   params=("tensor_layout", "is_causal", "sm_scale", "smooth_k", *fixed),
                    run=run, head_dims=frozenset(range(1, 129)), **extra)
 
 

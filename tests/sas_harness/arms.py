@@ -87,7 +87,8 @@ class Remote:
     def __init__(self, tree: Path, label: str):
         self.label = label
         env = dict(os.environ, SAS_PACK_ROOT=str(Path(tree).resolve()),
-                   PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]))
+                   PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]),
+                                               os.environ.get("PYTHONPATH", "")]))
         self.process = subprocess.Popen([sys.executable, "-m", "sas_harness.arms"], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, text=True, env=env, bufsize=1)
         self.info = self.ask("hello")

@@ -49,8 +49,8 @@ def make_kernel(name: str, function, *, devices=("cpu", "cuda"), dtypes=ALL_DTYP
     1 is (``smooth_k_in_place``: it smooths a copy itself) or as 2's Triton kernel is (no fixed arguments)."""
     return backends.Backend(
         name=name, label=f"{name} (test double)", library="test double", module="", function=name,
-        params=SA_PARAMS, run=sage1.run if smooth_k_in_place else backends.REGISTRY["sage2_fp16_triton"].run, head_dims=frozenset(head_dims),
-        dtypes=frozenset(dtypes), devices=frozenset(devices), fn=function, **declared)
+        params=SA_PARAMS, run=sage1.run if smooth_k_in_place else backends.REGISTRY["sage2_fp16_triton"].run,
+        head_dims=frozenset(head_dims), dtypes=frozenset(dtypes), devices=frozenset(devices), fn=function, **declared)
 
 
 @contextlib.contextmanager
@@ -137,7 +137,8 @@ def int8_attention(q, k, v, *, scale=None, attn_mask=None):
     if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
         raise ValueError("q, k, and v must have shape [batch, heads, sequence, head_dim]")
     if q.dtype not in ALL_DTYPES or not q.dtype == k.dtype == v.dtype:
-        raise TypeError(f"q, k, and v must be float32, float16, or bfloat16 and alike, got {q.dtype}, {k.dtype}, {v.dtype}")
+        raise TypeError("q, k, and v must be float32, float16, or bfloat16 and alike, "
+                        f"got {q.dtype}, {k.dtype}, {v.dtype}")
     batch, heads, q_len, head_dim = q.shape
     _, kv_heads, kv_len, _ = k.shape
     if v.shape != (batch, kv_heads, kv_len, head_dim) or k.shape[0] != batch or k.shape[-1] != head_dim:
