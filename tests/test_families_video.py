@@ -1,6 +1,8 @@
 """Wan and the HunyuanVideo family beyond the generic per-family tests: HunyuanVideo's text mask,
 Wan's short CLIP cross-attention under the automatic floor, the routing of Wan 2.1 14B's real call
-shapes, the Wan calls that never reach the scope, and which family the status names."""
+shapes, the Wan calls that never reach the scope, the calls of newer ComfyUI's Wan models over their
+own inputs and their CLIP calls made with low_precision_attention=False, and which family the status
+names."""
 from __future__ import annotations
 
 import dataclasses
@@ -18,10 +20,13 @@ from sage_attention_scope.patches.decide import bucket_key, decide
 from sage_attention_scope.patches.trials import Decision
 from sas_harness.doubles import CrossoverClock, RecordingKernel, make_kernel, registered
 from sas_harness.families import CASES, SAGE, model_of, routing_table, sample_case
-from sas_harness.cases_video import (HV_JOINT, HV_PADDING, REFINER_CALLS, TINY_HUNYUAN_IMAGE_21,
-                                     TINY_HUNYUAN_VIDEO, TINY_HUNYUAN_VIDEO_15, TINY_WAN, TINY_WAN_I2V, TINY_WAN_VACE,
-                                     WAN_CLIP, WAN_TEXT, clip_vision, hunyuan_text_last, hunyuan_video_conditioning,
-                                     joint_blocks, text_mask, wan_conditioning, wan_tokens)
+from sas_harness.cases_video import (ANIMATE2_FRAME, ANIMATE2_LATENT, CLIP_PAST_THRESHOLD, HV_JOINT, HV_PADDING,
+                                     REFINER_CALLS, SCAIL_TOKENS, TINY_HUNYUAN_IMAGE_21,
+                                     TINY_HUNYUAN_VIDEO, TINY_HUNYUAN_VIDEO_15, TINY_WAN, TINY_WAN_ANIMATE2,
+                                     TINY_WAN_CAUSAL_AR, TINY_WAN_DANCER, TINY_WAN_FLOW_RVS, TINY_WAN_I2V,
+                                     TINY_WAN_SCAIL, TINY_WAN_SCAIL2, TINY_WAN_VACE, WAN_CLIP, WAN_LATENT, WAN_TEXT,
+                                     clip_vision, hunyuan_text_last, hunyuan_video_conditioning, joint_blocks,
+                                     text_mask, wan_clip_opts_out, wan_conditioning, wan_tokens)
 from sas_harness.models import build, sample
 from sas_harness.run import last_generation
 
@@ -84,12 +89,6 @@ def test_hunyuan_video_masks_that_are_not_key_padding_stay_on_sdpa(session, mask
 
 # -- Wan's CLIP cross-attention under the automatic floor ----------------------------------------
 
-def _wan_clip_call_opts_out() -> bool:
-    """Newer ComfyUI (0.33 read) makes Wan's CLIP cross-attention with low_precision_attention=False."""
-    import comfy.ldm.wan.model
-    return "low_precision_attention=False" in inspect.getsource(comfy.ldm.wan.model.WanI2VCrossAttention.forward)
-
-
 LAYERS = TINY_WAN["num_layers"]  # each makes three calls: self-attention, then CLIP and text cross-attention
 
 
@@ -115,7 +114,7 @@ def test_wan_i2v_clip_cross_attention_is_short_under_the_automatic_floor(session
     with registered(session, make_kernel("double", kernel)):
         scoped, _ = scope_for_family(model, Settings(kernel="double"), session)  # min_seq_len 0: the floor
         routed = sample(scoped, cond(), latent_hw=latent)
-    if clip_tokens == 514 and _wan_clip_call_opts_out():  # the 514-key calls pass the floor, then opt out
+    if clip_tokens == 514 and wan_clip_opts_out():  # the 514-key calls pass the floor, then opt out
         expected, keys_on_kernel = {SAGE: 2 * LAYERS, Reason.LOW_PRECISION_OPT_OUT: LAYERS}, keys_on_kernel - {514}
     counts = last_generation(session)
     assert routing_table(counts) == expected
@@ -234,36 +233,161 @@ def test_wan_humo_audio_cross_attention_is_short(session):
     torch.testing.assert_close(routed, plain, **TOLERANCE)
 
 
-# -- which family the status names -----------------------------------------------------------------
+# -- Wan models of newer ComfyUI (0.33 read; absent from 0.3.75), over their own inputs --------------
 
-# Wan classes of newer ComfyUI (0.18 to 0.33 read), absent from 0.3.75 and 0.12: a model each of its own
-# (FlowRVS a plain WanModel), their blocks Wan's.
-NEWER_WAN = [("WAN21_FlowRVS", dict(TINY_WAN, model_type="flow_rvs")),
-             ("WAN21_SCAIL", dict(TINY_WAN, model_type="scail")), ("WAN21_SCAIL2", dict(TINY_WAN, model_type="scail2")),
-             ("WAN_Animate2", dict(TINY_WAN, model_type="animate2")),
-             ("WAN22_WanDancer", dict(TINY_WAN, model_type="wandancer", in_dim=36)), ("WAN21_CausalAR_T2V", TINY_WAN)]
+def _lengths(kernel: RecordingKernel) -> list[tuple[int, int]]:
+    """(query, key) lengths of each call the kernel received, in order (NHD: the sequence is axis 1)."""
+    return [(c["q"].shape[1], c["k"].shape[1]) for c in kernel.calls]
 
 
-@pytest.mark.parametrize("config_class, config", NEWER_WAN, ids=[name for name, _ in NEWER_WAN])
-def test_newer_wan_models_route_their_blocks_as_wan_t2v(session, config_class, config):
-    """With a text alone: per block, self-attention and the text cross-attention on the kernel. The
-    image-taking ones also make the CLIP cross-attention, here over the whole text (SCAIL, Animate 2:
-    marked low_precision_attention=False by that ComfyUI) or over no keys (WanDancer: too short)."""
-    if not hasattr(comfy.supported_models, config_class):
-        pytest.skip(f"this ComfyUI lacks comfy.supported_models.{config_class}")
-    model = build(getattr(comfy.supported_models, config_class), config)
-    latent = (2, 8, 8)
-    plain = sample(model, wan_conditioning(), latent_hw=latent)
+VIDEO = wan_tokens(WAN_LATENT)  # 512
+A2_POSE = (ANIMATE2_LATENT[0] - 1) * ANIMATE2_FRAME   # Animate 2's pose video: 2 frames of 576 tokens
+A2_GEN = ANIMATE2_LATENT[0] * ANIMATE2_FRAME          # its generation: the reference slot and 2 frames
+# Each block's calls on the kernel, in the order the block makes them, at the case's threshold (512).
+NEWER_WAN_CALLS = {
+    "WAN21_CausalAR_T2V": [(VIDEO, VIDEO), (VIDEO, WAN_TEXT)],
+    "WAN21_FlowRVS": [(VIDEO, VIDEO), (VIDEO, WAN_TEXT)],
+    # the reference frame, the video and the half-size pose video in one sequence; the CLIP call is short
+    "WAN21_SCAIL": [(SCAIL_TOKENS, SCAIL_TOKENS), (SCAIL_TOKENS, WAN_TEXT)],
+    "WAN21_SCAIL2": [(SCAIL_TOKENS, SCAIL_TOKENS), (SCAIL_TOKENS, WAN_TEXT)],
+    # the 514-key CLIP call (first frame + reference) reaches the kernel only where it is not opted out
+    "WAN22_WanDancer": [(VIDEO, VIDEO)] + ([(VIDEO, 2 * WAN_CLIP)] if CLIP_PAST_THRESHOLD == SAGE else [])
+                       + [(VIDEO, WAN_TEXT)],
+    # the pose branch (self-attention, the text), then one call per generated frame: frame 0 (the
+    # reference's slot) against the generation's tokens, frames 1 and 2 also against one pose frame
+    "WAN_Animate2": [(A2_POSE, A2_POSE), (A2_POSE, WAN_TEXT), (ANIMATE2_FRAME, A2_GEN),
+                     (ANIMATE2_FRAME, A2_GEN + ANIMATE2_FRAME), (ANIMATE2_FRAME, A2_GEN + ANIMATE2_FRAME),
+                     (A2_GEN, WAN_TEXT)],
+}
+
+
+@pytest.mark.parametrize("config_class", list(NEWER_WAN_CALLS))
+def test_newer_wan_models_attend_over_their_own_inputs(session, config_class):
+    """One step of each case: its table, and the lengths of the calls the kernel got, which its inputs
+    (reference frame, pose video, music, CLIP images) make what they are."""
+    case = _case(config_class)
+    model = model_of(case)
+    plain = sample_case(model, case)
     kernel = RecordingKernel()
     with registered(session, make_kernel("double", kernel)):
-        scoped, found = scope_for_family(model, Settings(kernel="double", min_seq_len=1), session)
+        scoped, found = scope_for_family(model, Settings(kernel="double", min_seq_len=case.min_seq_len), session)
         assert found.family.name == "Wan"
-        routed = sample(scoped, wan_conditioning(), latent_hw=latent)
-    counts = last_generation(session)
-    assert counts["sage"] == 2 * LAYERS
-    assert set(counts["sdpa"]) <= {Reason.LOW_PRECISION_OPT_OUT.value, Reason.TOO_SHORT.value}
-    assert sorted(set(_keys(kernel))) == sorted({wan_tokens(latent), WAN_TEXT})
+        routed = sample_case(scoped, case)
+    assert routing_table(last_generation(session)) == case.per_step
+    assert _lengths(kernel) == NEWER_WAN_CALLS[config_class] * LAYERS
     torch.testing.assert_close(routed, plain, **TOLERANCE)
+
+
+CLIP_CALLS = {"WAN21_I2V": 1, "WAN21_SCAIL": 1, "WAN21_SCAIL2": 1, "WAN22_WanDancer": 1,
+              "WAN_Animate2": 2}  # per block (Animate 2: the pose branch's and the generation's)
+
+
+@pytest.mark.parametrize("config_class", list(CLIP_CALLS))
+def test_wan_clip_cross_attention_past_the_threshold_stays_on_sdpa_where_comfyui_opts_it_out(session,
+                                                                                             config_class):
+    """At a threshold of 1 every counted call passes it: the CLIP calls (257 keys, WanDancer 514) then
+    stay on SDPA where this ComfyUI makes them with low_precision_attention=False (0.33), and run on
+    the kernel where it does not (0.3.75, which has I2V only of these); every other call qualifies."""
+    case = _case(config_class)
+    model = model_of(case)
+    plain = sample_case(model, case)
+    with registered(session, make_kernel("double", RecordingKernel())):
+        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=1), session)
+        routed = sample_case(scoped, case)
+    clip, calls = CLIP_CALLS[config_class] * LAYERS, sum(case.per_step.values())
+    expected = {SAGE: calls} if CLIP_PAST_THRESHOLD == SAGE else {SAGE: calls - clip, CLIP_PAST_THRESHOLD: clip}
+    assert routing_table(last_generation(session)) == expected
+    torch.testing.assert_close(routed, plain, **TOLERANCE)
+
+
+@pytest.mark.parametrize("config_class, tokens", [("WAN21_I2V", wan_tokens(WAN_LATENT)), ("WAN21_SCAIL", SCAIL_TOKENS),
+                                                  ("WAN21_SCAIL2", SCAIL_TOKENS)])
+def test_wan_without_a_clip_image_makes_its_clip_call_over_the_text(session, config_class, tokens):
+    """Without clip_vision_output an image-taking model's CLIP call gets the whole text as its keys
+    (context_img_len None): 512, past the threshold. ComfyUI 0.3.75 routes it as the text call; 0.33
+    makes it with low_precision_attention=False."""
+    case = _case(config_class)
+    with_clip = case.conditioning
+
+    def cond():
+        text, extras = with_clip()[0]
+        return [[text, {k: v for k, v in extras.items() if k != "clip_vision_output"}]]
+    model = model_of(case)
+    case = dataclasses.replace(case, conditioning=cond)
+    plain = sample_case(model, case)
+    kernel = RecordingKernel()
+    with registered(session, make_kernel("double", kernel)):
+        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=case.min_seq_len), session)
+        routed = sample_case(scoped, case)
+    # per block: self-attention, the CLIP call over the text, the text
+    expected = {SAGE: 3 * LAYERS} if CLIP_PAST_THRESHOLD == SAGE else {SAGE: 2 * LAYERS, CLIP_PAST_THRESHOLD: LAYERS}
+    assert routing_table(last_generation(session)) == expected
+    assert set(_keys(kernel)) == {tokens, WAN_TEXT}
+    torch.testing.assert_close(routed, plain, **TOLERANCE)
+
+
+def test_wan_dancer_music_runs_outside_the_scope(session):
+    """The music changes the output (its encoder and its injector after block 0 ran), yet the scoped
+    step counts only the blocks' calls: the music's carry no transformer_options."""
+    case = _case("WAN22_WanDancer")
+
+    def without_music():
+        text, extras = case.conditioning()[0]
+        return [[text, {k: v for k, v in extras.items() if k != "audio_embed"}]]
+    model = model_of(case)
+    plain = sample_case(model, case)
+    assert not torch.allclose(plain, sample_case(model, dataclasses.replace(case, conditioning=without_music)))
+    with registered(session, make_kernel("double", RecordingKernel())):
+        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=1), session)
+        routed = sample_case(scoped, case)
+    # at a threshold of 1 the music encoder (5 tokens) and injector (1 key) would have been counted
+    assert sum(routing_table(last_generation(session)).values()) == 3 * LAYERS
+    torch.testing.assert_close(routed, plain, **TOLERANCE)
+
+
+def _sample_ar_video(model, case):
+    """One step per latent frame under SamplerARVideo's sampler (frame by frame), as SamplerCustom
+    runs it: for each frame its denoising call, then one at sigma 0 that fills the KV cache."""
+    import comfy.sample
+    import comfy.samplers
+    latent = torch.zeros(1, case.channels, *case.latent_hw)
+    sigmas = comfy.samplers.calculate_sigmas(model.get_model_object("model_sampling"), "simple", 1)
+    sampler = comfy.samplers.ksampler("ar_video", {"num_frame_per_block": 1})
+    return comfy.sample.sample_custom(model, comfy.sample.prepare_noise(latent, 0), 1.0, sampler, sigmas,
+                                      case.conditioning(), case.conditioning(), latent, seed=0, disable_pbar=True)
+
+
+def test_wan_causal_ar_under_its_ar_video_sampler_never_reaches_the_scope(session):
+    """SamplerARVideo denoises frame by frame against a KV cache; the model's forward_block calls the
+    blocks without transformer_options, so no call is offered to the scope and nothing changes. (Under
+    an ordinary sampler the same model routes as the case says: test_families.)"""
+    case = _case("WAN21_CausalAR_T2V")
+    model = model_of(case)
+    diffusion_model, frames = model.model.diffusion_model, []
+
+    def forward_block(*args, **kwargs):  # notes which frame each AR forward denoises, then runs it
+        frames.append(kwargs["start_frame"])
+        return type(diffusion_model).forward_block(diffusion_model, *args, **kwargs)
+    diffusion_model.forward_block = forward_block
+    plain = _sample_ar_video(model, case)
+    assert frames == [0, 0, 1, 1]  # the AR path ran: per latent frame, its step and the cache fill
+    kernel = RecordingKernel()
+    with registered(session, make_kernel("double", kernel)):
+        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=1), session)
+        routed = _sample_ar_video(scoped, case)
+    assert frames == [0, 0, 1, 1] * 2
+    assert payload(session)["generations"] == 1
+    counted = payload(session)["devices"].get("cpu", {}).get("last_generation", {"sage": 0, "sdpa_total": 0})
+    assert counted["sage"] == counted["sdpa_total"] == 0 and kernel.calls == []
+    assert torch.equal(routed, plain)
+
+
+# -- which family the status names -----------------------------------------------------------------
+
+# Wan classes of newer ComfyUI, absent from 0.3.75: a model each of its own (FlowRVS a plain WanModel).
+NEWER_WAN = [("WAN21_CausalAR_T2V", TINY_WAN_CAUSAL_AR), ("WAN21_FlowRVS", TINY_WAN_FLOW_RVS),
+             ("WAN21_SCAIL", TINY_WAN_SCAIL), ("WAN21_SCAIL2", TINY_WAN_SCAIL2), ("WAN22_WanDancer", TINY_WAN_DANCER),
+             ("WAN_Animate2", TINY_WAN_ANIMATE2)]
 
 
 HUNYUAN_MODELS = [

@@ -41,6 +41,7 @@ class Family:
     why_not: str = ""                      # for a family that never opens
     scope_controlnets: bool = False        # ControlNets in the sampling loop run in the scope
     needs: str = ""                        # what a ComfyUI must have for it (docs, test skips)
+    comfyui: str = "0.3.75"                # the oldest ComfyUI release known to have it: served from there on
 
 
 class Recognition(NamedTuple):
@@ -70,11 +71,17 @@ def recognise(model_patcher) -> Recognition:
     """Which family ``model_patcher`` belongs to, from its config's and diffusion model's classes."""
     base = getattr(model_patcher, "model", None)
     config, diffusion = getattr(base, "model_config", None), getattr(base, "diffusion_model", None)
-    config_name = type(config).__name__ if config is not None else "no model config"
     diffusion_name = (f"{type(diffusion).__module__}.{type(diffusion).__qualname__}" if diffusion is not None
                       else "no diffusion model")
+    return recognise_classes(type(config) if config is not None else None, diffusion_name)
+
+
+def recognise_classes(config_cls: Optional[type], diffusion_name: str) -> Recognition:
+    """``recognise`` from the classes alone: the model config's class and the diffusion model's
+    "module.Class" (the tests recognise every comfy.supported_models class without building one)."""
+    config_name = config_cls.__name__ if config_cls is not None else "no model config"
     claims = {cls: fam for fam in REGISTRY.values() for cls in fam.config_classes}
-    for cls in type(config).__mro__ if config is not None else ():
+    for cls in config_cls.__mro__ if config_cls is not None else ():
         family = claims.get(cls.__name__) if cls.__module__ == SUPPORTED_MODELS_MODULE else None
         if family is None:
             continue

@@ -1,7 +1,8 @@
 """OmniGen2: main layers over text + reference-image + image tokens, noise-refiner layers over the
 image tokens, reference-image-refiner layers over each reference (when there are references),
-context-refiner layers over the text alone; head size 120 (21 heads, 7 key/value heads repeated
-before the call). SageAttention 2 pads 120 to 128; SageAttention 1 and 3 decline it (`head_dim`)."""
+context-refiner layers over the text alone; head size 120 (21 heads over 7 key/value heads: repeated
+before the call up to ComfyUI 0.12, handed grouped (enable_gqa) by 0.33, where the kernel gets a copy
+repeated to 21). SageAttention 2 pads 120 to 128; SageAttention 1 and 3 decline it (`head_dim`)."""
 from . import CallSite, Family, register
 from ..reasons import Reason
 

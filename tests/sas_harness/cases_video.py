@@ -1,6 +1,7 @@
-"""The tiny test cases of Wan and HunyuanVideo (with HunyuanVideo 1.5 and HunyuanImage 2.1): each
-family's tiny random-weight model, and the routing of one step derived from its structure (see
-families.py). Added to families.CASES; import sas_harness.families first (it imports this module)."""
+"""The tiny test cases of Wan (with the Wan models of newer ComfyUI, which skip on 0.3.75) and
+HunyuanVideo (with HunyuanVideo 1.5 and HunyuanImage 2.1): each family's tiny random-weight model, and
+the routing of one step derived from its structure (see families.py). Added to families.CASES; import
+sas_harness.families first (it imports this module)."""
 from __future__ import annotations
 
 import dataclasses
@@ -44,6 +45,87 @@ def wan_conditioning(**extra):
 # one first-call check between them.
 WAN_LATENT = (2, 32, 32)
 WAN_THRESHOLD = wan_tokens(WAN_LATENT)
+
+
+def wan_clip_opts_out() -> bool:
+    """Whether this ComfyUI makes Wan's CLIP cross-attention with low_precision_attention=False (0.33
+    does; 0.3.75 does not): such a call, once past the threshold, stays on SDPA (low_precision_opt_out)."""
+    import comfy.ldm.wan.model
+    return "low_precision_attention=False" in inspect.getsource(comfy.ldm.wan.model.WanI2VCrossAttention.forward)
+
+
+# -- Wan models of newer ComfyUI (0.33 read; not in 0.3.75) ------------------------------------------
+# Configs as model_detection gives them (in_dim from the patch embedding, model_type from the keys
+# each model adds, or from the checkpoint's metadata for causal_ar, flow_rvs and animate2).
+TINY_WAN_CAUSAL_AR = dict(TINY_WAN, causal_ar=True)       # the config class drops the marker itself
+TINY_WAN_FLOW_RVS = dict(TINY_WAN, model_type="flow_rvs")  # built as a T2V WanModel
+TINY_WAN_SCAIL = dict(TINY_WAN, model_type="scail", in_dim=20)  # 16 latent + 4 mask channels
+TINY_WAN_SCAIL2 = dict(TINY_WAN_SCAIL, model_type="scail2")
+TINY_WAN_DANCER = dict(TINY_WAN, model_type="wandancer", in_dim=36)  # I2V-shaped, as its config class
+TINY_WAN_ANIMATE2 = dict(TINY_WAN, model_type="animate2", in_dim=36)  # Wan 2.1 I2V 14B weights
+POSE_LATENT = (2, 16, 16)    # SCAIL's pose video: the video's frames at half its size (64 tokens a frame)
+SCAIL_TOKENS = wan_tokens((1 + WAN_LATENT[0], *WAN_LATENT[1:])) + wan_tokens(POSE_LATENT)  # 768 + 128
+MUSIC_FRAMES = 5             # WanDancer's music features: about one row a video frame (5 frames: 2 latent)
+# Animate 2's latent: the reference image's slot, then 2 frames, each frame 576 tokens: over the
+# threshold of 512, as a frame of a real video is (832x480: 1560 tokens). The pose video has the 2 frames.
+ANIMATE2_LATENT = (3, 48, 48)
+ANIMATE2_FRAME = wan_tokens((1, 48, 48))
+
+
+# Where a CLIP call passes the threshold: SDPA on a ComfyUI that opts it out, else the kernel.
+CLIP_PAST_THRESHOLD = Reason.LOW_PRECISION_OPT_OUT if wan_clip_opts_out() else SAGE
+
+
+def _table(*routes):
+    """A per-step table from (route, calls) pairs; a route named twice adds up."""
+    table = {}
+    for route, calls in routes:
+        table[route] = table.get(route, 0) + calls
+    return table
+
+
+def _randn(*shape, seed=6):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def _first_frame_known(latent):
+    """concat_mask as the nodes give it, 1 channel: 0 where the frame is given (the first), else 1."""
+    mask = torch.ones(1, 1, *latent)
+    mask[:, :, :1] = 0.0
+    return mask
+
+
+def scail_conditioning(scail2=False):
+    """What WanSCAILToVideo hands the sampler: the reference image's latent, the pose video's latent at
+    half size, the reference's CLIP vision output; SCAIL-2 adds the identity masks (28 channels each:
+    the pose video's at its size, the reference's and the video's frames at the video's)."""
+    extra = dict(reference_latents=[_randn(1, 16, 1, *WAN_LATENT[1:])], pose_video_latent=_randn(1, 16, *POSE_LATENT),
+                 clip_vision_output=clip_vision(), ref_mask_flag=True)
+    if scail2:
+        extra.update(driving_mask_28ch=torch.ones(1, POSE_LATENT[0], 28, *POSE_LATENT[1:]),
+                     ref_mask_28ch=torch.zeros(1, 1 + WAN_LATENT[0], 28, *WAN_LATENT[1:]))
+    return wan_conditioning(**extra)
+
+
+def wan_dancer_conditioning():
+    """What WanDancerVideo hands the sampler with a start image, its CLIP vision output, a reference
+    image's and the music (WanDancerEncodeAudio: 35 features a row, at 30 fps)."""
+    return wan_conditioning(concat_latent_image=_randn(1, 16, *WAN_LATENT), concat_mask=_first_frame_known(WAN_LATENT),
+                            clip_vision_output=clip_vision(), clip_vision_output_ref=clip_vision(seed=3),
+                            audio_embed=_randn(1, MUSIC_FRAMES, 35), fps=30.0, audio_inject_scale=1.0)
+
+
+def animate2_conditioning():
+    """What WanAnimate2ToVideo hands the sampler: the reference image's latent then the video's, the
+    mask marking the reference known, the CLIP vision output, the pose video's latent (its frames),
+    the pose branch's prompt and CLIP output (by default the same)."""
+    clip = clip_vision()
+    text = wan_conditioning()[0][0]
+    return wan_conditioning(concat_latent_image=_randn(1, 16, *ANIMATE2_LATENT),
+                            concat_mask=_first_frame_known(ANIMATE2_LATENT), clip_vision_output=clip,
+                            pose_video_latent=_randn(1, 16, ANIMATE2_LATENT[0] - 1, *ANIMATE2_LATENT[1:]),
+                            clip_vision_output_pose=clip, cross_attn_pose=text)
+
 
 # -- HunyuanVideo, 1.5, HunyuanImage 2.1 --------------------------------------------------------
 
@@ -138,6 +220,34 @@ VIDEO_CASES: list = [
          lambda: text_conditioning(conditioning_byt5small=byt5()), HI21_LATENT, 64, HI21_JOINT,
          # as HunyuanVideo 1.5, one image (patch 1 x 1): text then glyphs after the image tokens
          {SAGE: joint_blocks(TINY_HUNYUAN_IMAGE_21), Reason.TOO_SHORT: REFINER_CALLS}),
+    # -- Wan models of newer ComfyUI, each with its own inputs ---------------------------------------
+    Case("Wan", "WAN21_CausalAR_T2V", TINY_WAN_CAUSAL_AR, wan_conditioning, WAN_LATENT, 16, WAN_THRESHOLD,
+         # under an ordinary sampler (the cases' euler) a WanModel: per block self-attention and the
+         # text, as Wan T2V (under its ar_video sampler nothing reaches the scope: test_families_video)
+         {SAGE: 2 * TINY_WAN["num_layers"]}),
+    Case("Wan", "WAN21_FlowRVS", TINY_WAN_FLOW_RVS, wan_conditioning, WAN_LATENT, 16, WAN_THRESHOLD,
+         # segments a given video: the latent is that video (the sampler starts from it, not noise);
+         # per block self-attention and the text, as Wan T2V
+         {SAGE: 2 * TINY_WAN["num_layers"]}, latent=lambda: _randn(1, 16, *WAN_LATENT)),
+    Case("Wan", "WAN21_SCAIL", TINY_WAN_SCAIL, scail_conditioning, WAN_LATENT, 16, WAN_THRESHOLD,
+         # per block: self-attention over the reference frame and the video (3 x 256 tokens) and the
+         # pose video (2 x 64) qualifies, so does the text; the CLIP call (257 keys) is short
+         {SAGE: 2 * TINY_WAN["num_layers"], Reason.TOO_SHORT: TINY_WAN["num_layers"]}),
+    Case("Wan", "WAN21_SCAIL2", TINY_WAN_SCAIL2, lambda: scail_conditioning(scail2=True), WAN_LATENT, 16,
+         WAN_THRESHOLD,
+         # as SCAIL: the identity masks are added to the tokens, they add none
+         {SAGE: 2 * TINY_WAN["num_layers"], Reason.TOO_SHORT: TINY_WAN["num_layers"]}),
+    Case("Wan", "WAN22_WanDancer", TINY_WAN_DANCER, wan_dancer_conditioning, WAN_LATENT, 16, WAN_THRESHOLD,
+         # per block: self-attention and the text qualify; the CLIP call has both images' keys (514),
+         # over the threshold: SDPA where this ComfyUI opts it out (0.33 does). The music
+         # encoder's 2 calls and the injector's (block 0) carry no transformer_options: never counted
+         _table((SAGE, 2 * TINY_WAN["num_layers"]), (CLIP_PAST_THRESHOLD, TINY_WAN["num_layers"]))),
+    Case("Wan", "WAN_Animate2", TINY_WAN_ANIMATE2, animate2_conditioning, ANIMATE2_LATENT, 16, WAN_THRESHOLD,
+         # per block, the pose branch: self-attention over the pose video's 2 x 576 tokens and the
+         # text qualify, its CLIP call (257 keys) is short; then the generation: one self-attention
+         # call per frame (576 queries; keys all 3 x 576 tokens, and frames 1 and 2 one pose frame's
+         # more) and the text qualify, its CLIP call is short
+         {SAGE: 6 * TINY_WAN["num_layers"], Reason.TOO_SHORT: 2 * TINY_WAN["num_layers"]}),
 ]
 
 
@@ -155,8 +265,9 @@ VIDEO_WIDTHS: dict = {
         lambda: text_conditioning(tokens=256, dim=4096, pooled_output=torch.zeros(1, 768),
                                   attention_mask=text_mask(tokens=256, padding=216)), (19, 60, 106), 16),
     # Wan 2.2 TI2V 5B at 1280x704x121 (VAE 16x down, 48 channels): 27,280 tokens
-    "Wan 2.2 5B": RealWidths(dict(TINY_WAN, dim=3072, ffn_dim=14336, num_heads=24, num_layers=1, in_dim=48, out_dim=48,
-                                  text_dim=4096), lambda: text_conditioning(tokens=WAN_TEXT, dim=4096), (31, 44, 80), 48),
+    "Wan 2.2 5B": RealWidths(dict(TINY_WAN, dim=3072, ffn_dim=14336, num_heads=24, num_layers=1, in_dim=48,
+                                  out_dim=48, text_dim=4096),
+                             lambda: text_conditioning(tokens=WAN_TEXT, dim=4096), (31, 44, 80), 48),
     "HunyuanVideo 1.5": RealWidths(
         dict(TINY_HUNYUAN_VIDEO_15, context_in_dim=3584, hidden_size=2048, num_heads=16, depth=2,
              depth_single_blocks=0),

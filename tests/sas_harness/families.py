@@ -17,7 +17,7 @@ import comfy.supported_models
 
 from sage_attention_scope.patches import Reason, families
 from .models import (FLUX2_MIN_TEXT_TOKENS, TINY_FLUX, TINY_FLUX2, TINY_LTXAV, TINY_LTXV, TINY_QWEN_IMAGE, TINY_SDXL,
-                        TINY_Z_IMAGE, LTXAV_AUDIO_BINS, LTXAV_AUDIO_CHANNELS, build,
+                        TINY_Z_IMAGE, LTXAV_23, LTXAV_AUDIO_BINS, LTXAV_AUDIO_CHANNELS, build,
                         flat_latent, flux_conditioning, sample, text_conditioning)
 
 TEXT = 5  # text tokens in every tiny conditioning
@@ -35,6 +35,8 @@ class Case:
     min_seq_len: int
     per_step: dict               # SAGE or Reason -> calls in one step (cfg 1: one forward)
     latent: Callable[[], object] | None = None  # replaces the zero latent of latent_hw x channels
+    prepare: Callable[[object], None] | None = None  # fills, in the built ModelPatcher, what a checkpoint
+    # carries beside the parameters ``build`` draws (a buffer the model leaves uninitialised)
 
 
 def _patches(h, w, patch):
@@ -46,7 +48,11 @@ FLUX2_TOKENS = _patches(4, 4, TINY_FLUX2["patch_size"]) + FLUX2_MIN_TEXT_TOKENS
 QWEN_TOKENS = _patches(8, 8, TINY_QWEN_IMAGE["patch_size"]) + TEXT
 Z_IMAGE_IMAGE_TOKENS = _patches(8, 8, TINY_Z_IMAGE["patch_size"])
 LTXV_TOKENS = 2 * 4 * 4  # frames x h x w, patch size 1
-LTXAV_AUDIO_TOKENS = 10  # audio latent frames (one token each); video as LTX-Video: 2 x 4 x 4
+LTXAV_AUDIO_TOKENS = 10  # audio latent frames (one token each)
+# LTX-2's video latent: 2 x 16 x 16 = 512 tokens (patch size 1), so that its self-attention has long keys
+# (decide.SHORT_KEYS) as its cross-attention to the 1024 text keys does: one first-call check for both
+LTXAV_VIDEO_FHW = (2, 16, 16)
+LTXAV_VIDEO_TOKENS = 2 * 16 * 16
 # TINY_UNET at a 16x16 latent: level 0 (16x16 = 256 tokens) has a transformer block in input
 # block 1 and output blocks 2 and 3 (transformer_depth_output [_, _, 1, 1] at that level), level 1
 # (8x8 = 64 tokens) in input block 2, the middle block and output blocks 0 and 1. Every block
@@ -76,15 +82,22 @@ CASES = [
          lambda: text_conditioning(attention_mask=torch.ones(1, TEXT), frame_rate=25), (2, 4, 4), 128, LTXV_TOKENS,
          # per block: video self-attention qualifies; cross-attention to 5 text tokens is short
          {SAGE: TINY_LTXV["num_layers"], Reason.TOO_SHORT: TINY_LTXV["num_layers"]}),
+    # LTX-2 and LTX-2.3, as ComfyUI 0.33's text encoder hands them the prompt (5 tokens, unprocessed:
+    # the model's connectors extend it to LTXAV_TEXT_KEYS = 1024 before the steps, without the scope).
+    # Per block six calls: video self-attention (512 tokens) and the video's cross-attention to the
+    # 1024 text keys qualify; audio self-attention (10 tokens), the audio's cross-attention to the
+    # text (10 queries), audio-to-video (10 keys) and video-to-audio (10 queries) are short.
     Case("LTX-2", "LTXAV", TINY_LTXAV,
-         lambda: text_conditioning(dim=2 * TINY_LTXAV["caption_channels"], attention_mask=torch.ones(1, TEXT),
-                                   frame_rate=25),
-         (2, 4, 4), 128, LTXV_TOKENS,
-         # per block: video self-attention qualifies; audio self-attention (10 tokens), both
-         # streams' cross-attention to the 5 text tokens, and audio-to-video / video-to-audio
-         # (one side is the 10 audio tokens) are short
-         {SAGE: TINY_LTXAV["num_layers"], Reason.TOO_SHORT: 5 * TINY_LTXAV["num_layers"]},
-         latent=lambda: ltxav_latent((2, 4, 4), LTXAV_AUDIO_TOKENS)),
+         lambda: text_conditioning(dim=TINY_LTXAV["caption_channels"], unprocessed_ltxav_embeds=True, frame_rate=25),
+         LTXAV_VIDEO_FHW, 128, LTXAV_VIDEO_TOKENS,
+         {SAGE: 2 * TINY_LTXAV["num_layers"], Reason.TOO_SHORT: 4 * TINY_LTXAV["num_layers"]},
+         latent=lambda: ltxav_latent(LTXAV_VIDEO_FHW, LTXAV_AUDIO_TOKENS)),
+    Case("LTX-2", "LTXAV", LTXAV_23,  # the text as its dual projection gives it: video then audio widths
+         lambda: text_conditioning(dim=LTXAV_23["cross_attention_dim"] + LTXAV_23["audio_cross_attention_dim"],
+                                   unprocessed_ltxav_embeds=True, frame_rate=25),
+         LTXAV_VIDEO_FHW, 128, LTXAV_VIDEO_TOKENS,
+         {SAGE: 2 * LTXAV_23["num_layers"], Reason.TOO_SHORT: 4 * LTXAV_23["num_layers"]},
+         latent=lambda: ltxav_latent(LTXAV_VIDEO_FHW, LTXAV_AUDIO_TOKENS)),
     Case("SDXL", "SDXL", TINY_SDXL,
          lambda: text_conditioning(tokens=77, pooled_output=torch.zeros(1, 32), width=128, height=128), (16, 16), 4,
          UNET_THRESHOLD,
@@ -131,11 +144,11 @@ REAL_WIDTHS = {
         (13, 16, 24), 128),
     # LTX-2 19B's widths at 1248x704, 121 frames: a 16 x 22 x 39 video latent (13728 tokens) and,
     # at about 25 audio latent frames a second, 121 audio tokens.
-    "LTX-2": RealWidths(
-        dict(TINY_LTXAV, cross_attention_dim=4096, audio_cross_attention_dim=2048, attention_head_dim=128,
-             audio_attention_head_dim=64, num_attention_heads=32, audio_num_attention_heads=32, caption_channels=3840,
-             num_layers=1),
-        lambda: text_conditioning(tokens=128, dim=2 * 3840, attention_mask=torch.ones(1, 128), frame_rate=25),
+    "LTX-2": RealWidths(  # ComfyUI 0.33's text path: the prompt unprocessed, the model's connectors pad it to 1024
+        dict(TINY_LTXAV, cross_attention_dim=4096, audio_cross_attention_dim=2048, num_attention_heads=32,
+             audio_num_attention_heads=32, caption_channels=3840, connector_num_attention_heads=30,
+             connector_attention_head_dim=128, num_layers=1),
+        lambda: text_conditioning(tokens=128, dim=3840, unprocessed_ltxav_embeds=True, frame_rate=25),
         (16, 22, 39), 128, lambda: ltxav_latent((16, 22, 39), 121)),
     "SDXL": RealWidths(
         dict(TINY_SDXL, model_channels=320, channel_mult=[1, 2, 4], num_res_blocks=[1, 1, 1],
@@ -183,6 +196,8 @@ def bench_model(name: str, size: int | None, depth: str, small: bool, dtype, dev
     latent_hw = w.latent_hw if small or size is None else SIZES.get(name, {}).get(size, w.latent_hw)
     model = build(getattr(comfy.supported_models, config_class or case.config_class), config, dtype=dtype,
                   device=device, std=0.2 if small else 0.02)
+    if case.prepare is not None:
+        case.prepare(model)
     return model, w.conditioning, latent_hw, w.channels, w.latent
 
 
@@ -197,10 +212,17 @@ def ltxav_latent(video_fhw, audio_frames):
 from .cases_dit import DIT_CASES, DIT_FULL_DEPTH, DIT_SIZES, DIT_WIDTHS  # noqa: E402 - they build on Case
 from .cases_video import VIDEO_CASES, VIDEO_FULL_DEPTH, VIDEO_SIZES, VIDEO_WIDTHS  # noqa: E402
 
+from . import cases_image_2026, cases_pixel_and_omni, cases_video_2026  # noqa: E402
+
 CASES += VIDEO_CASES + DIT_CASES
 REAL_WIDTHS.update(VIDEO_WIDTHS, **DIT_WIDTHS)
 FULL_DEPTH.update(VIDEO_FULL_DEPTH, **DIT_FULL_DEPTH)
 SIZES.update(VIDEO_SIZES, **DIT_SIZES)
+for _group in (cases_image_2026, cases_pixel_and_omni, cases_video_2026):  # families of ComfyUI after 0.3.75
+    CASES += _group.CASES
+    REAL_WIDTHS.update(_group.WIDTHS)
+    FULL_DEPTH.update(_group.FULL_DEPTH)
+    SIZES.update(_group.SIZES)
 
 
 def lacking(case: Case) -> str | None:
@@ -222,7 +244,10 @@ def model_of(case: Case):
     why = lacking(case)
     if why:
         pytest.skip(why)
-    return build(getattr(comfy.supported_models, case.config_class), case.unet_config)
+    model = build(getattr(comfy.supported_models, case.config_class), case.unet_config)
+    if case.prepare is not None:
+        case.prepare(model)
+    return model
 
 
 def sample_case(model, case: Case, **kwargs):

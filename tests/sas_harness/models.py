@@ -30,12 +30,33 @@ TINY_Z_IMAGE = dict(image_model="lumina2", patch_size=2, in_channels=16, dim=256
                     time_scale=1000.0)
 TINY_LTXV = dict(image_model="ltxv", in_channels=128, cross_attention_dim=64, attention_head_dim=32,
                  num_attention_heads=2, caption_channels=32, num_layers=2)
-# LTX-2: video and audio streams of 2 heads each; the text context carries both halves
-# (caption_channels each, split by the model).
-TINY_LTXAV = dict(image_model="ltxav", in_channels=128, audio_in_channels=128, cross_attention_dim=64,
-                  audio_cross_attention_dim=32, attention_head_dim=32, audio_attention_head_dim=16,
-                  num_attention_heads=2, audio_num_attention_heads=2, caption_channels=32, num_layers=2)
+# LTX-2 (19B) as ComfyUI 0.33's model_detection builds it: the state dict gives num_layers,
+# attention_head_dim, cross_attention_dim and use_keyframes_abs_pos_embedding, the checkpoint's
+# metadata "config" the rest. Shrunk to 2 blocks of 2 heads per stream at the released head sizes
+# (video 128, audio 64); the text side (caption_channels 3840 = the connectors' 30 heads x 128) to
+# 32 = 2 x 16. The text encoder hands the model unprocessed embeddings of the prompt's own tokens
+# (no padding, no mask); the model's connectors, run on them once before the steps, append learned
+# registers up to 1024 tokens, so every text cross-attention call has LTXAV_TEXT_KEYS keys.
+TINY_LTXAV = dict(image_model="ltxav", num_layers=2, attention_head_dim=128, cross_attention_dim=256,
+                  use_keyframes_abs_pos_embedding=False, in_channels=128, audio_in_channels=128,
+                  num_attention_heads=2, audio_num_attention_heads=2, audio_attention_head_dim=64,
+                  audio_cross_attention_dim=128, caption_channels=32, connector_num_attention_heads=2,
+                  connector_attention_head_dim=16, connector_num_layers=2, rope_type="split",
+                  frequencies_precision="float64", causal_temporal_positioning=True,
+                  av_ca_timestep_scale_multiplier=1000.0)
+# LTX-2.3 (22B): its metadata adds gated attention (blocks and connectors), adaLN-modulated text
+# cross-attention, middle-of-token positions, and projects the text before the connectors: the dual
+# projection of its text encoder already gives each stream its own width (video 4096 + audio 2048),
+# so the connectors run at the streams' widths (32 x 128 and 32 x 64; here 2 x 128 and 2 x 64), 8
+# layers deep. Its blocks make the same calls as LTX-2's, with the same transformer_options.
+LTXAV_23 = dict(TINY_LTXAV, connector_num_attention_heads=2, connector_attention_head_dim=128,
+                audio_connector_num_attention_heads=2, audio_connector_attention_head_dim=64, connector_num_layers=8,
+                apply_gated_attention=True, connector_apply_gated_attention=True, cross_attention_adaln=True,
+                caption_proj_before_connector=True, caption_projection_first_linear=False,
+                use_middle_indices_grid=True)
 LTXAV_AUDIO_CHANNELS, LTXAV_AUDIO_BINS = 8, 16  # fixed in LTXAVModel: 8 x 16 = audio_in_channels
+LTXAV_TEXT_KEYS = 1024  # the connectors' output: the prompt, then registers up to 1024 tokens
+LTXAV_SCALE_FACTORS = (8, 32, 32)  # the LTX video VAE's time, height and width factors (vae_scale_factors)
 # A UNet with two levels; one transformer block per input/middle/output block that has one.
 TINY_UNET = dict(use_checkpoint=False, image_size=32, in_channels=4, out_channels=4, model_channels=64,
                  num_res_blocks=[1, 1], channel_mult=[1, 2], transformer_depth=[1, 1],
@@ -61,21 +82,30 @@ _flux_keys_of_this_comfyui()
 
 
 def build(supported_cls, unet_config: dict, dtype=torch.float32, seed: int = 0, device=None, std=0.2,
-          manual_cast=None, operations=None):
+          manual_cast=None, operations=None, state_dict=None):
     """A ModelPatcher around a random-weight model of ``supported_cls`` (e.g. supported_models.Flux).
     ``dtype`` is the weights' dtype; ``manual_cast`` the compute dtype when it differs, as ComfyUI
     sets it for fp8 weights (UNETLoader's weight_dtype); ``operations`` replaces ComfyUI's layer
-    classes the way a loader's ``custom_operations`` model option does (ComfyUI-GGUF)."""
+    classes the way a loader's ``custom_operations`` model option does (ComfyUI-GGUF); ``state_dict`` holds
+    weights get_model loads besides the diffusion model's (Stable Audio's seconds conditioners)."""
     torch.manual_seed(seed)
     config = supported_cls(dict(unet_config))
+    # a tiny config's own values win over those the class fixes in unet_extra_config (Ideogram4 fixes its
+    # released widths there: 18 heads of 256, text features 53248); keys it leaves out keep the class's
+    config.unet_config.update({k: v for k, v in unet_config.items() if k in supported_cls.unet_extra_config})
     config.set_inference_dtype(dtype, manual_cast)
     if operations is not None:
         config.custom_operations = operations
-    model = config.get_model({})
-    device = device or comfy.model_management.get_torch_device()
+    device = torch.device(device or comfy.model_management.get_torch_device())
+    # On a GPU the weights are made there, in their dtype (a 20B model in seconds, no CPU copy); ComfyUI's
+    # layers skip their own initialisation. On the CPU they are drawn in fp32 and cast, as the tests expect.
+    model = config.get_model(state_dict or {}, device=device if device.type == "cuda" else None)
     with torch.no_grad():
-        for p in model.parameters():  # drawn in fp32, then cast (fp8 has no normal_)
-            p.copy_(torch.empty(p.shape).normal_(0, std))
+        for p in model.parameters():
+            if device.type == "cuda" and p.device == device and p.dtype.is_floating_point and p.element_size() > 1:
+                p.normal_(0, std)
+            else:  # fp8 has no normal_
+                p.copy_(torch.empty(p.shape, device=p.device).normal_(0, std))
     return comfy.model_patcher.ModelPatcher(model, load_device=device,
                                             offload_device=comfy.model_management.unet_offload_device())
 
