@@ -76,11 +76,24 @@ def test_sd1_and_sd2_pass_through_unchanged_and_say_why(session, config_class, m
 
 
 def test_unrecognised_model_passes_through_and_is_named(session):
+    import comfy.latent_formats
+    import comfy.model_base
+    import comfy.supported_models_base
+
+    class LoaderConfig(comfy.supported_models_base.BASE):
+        """A model config of no ComfyUI (a custom loader's own class, with AuraFlow's diffusion model):
+        recognition knows comfy.supported_models' classes only, and every one of those is claimed; a
+        subclass of one would be recognised through it, so this derives from their common base."""
+        unet_config, unet_extra_config, latent_format = {}, {}, comfy.latent_formats.SDXL
+
+        def get_model(self, state_dict, prefix="", device=None):
+            return comfy.model_base.AuraFlow(self, device=device)
+
     aura_flow = dict(cond_seq_dim=32, dim=64, n_layers=2, n_double_layers=1, n_heads=2, global_conddim=64)
-    model = build(comfy.supported_models.AuraFlow, aura_flow)
+    model = build(LoaderConfig, aura_flow)
     passed, found = scope_for_family(model, Settings(), session)
     assert passed is model and found.family is None
-    assert found.message == "unrecognised model AuraFlow (diffusion model comfy.ldm.aura.mmdit.MMDiT)"
+    assert found.message == "unrecognised model LoaderConfig (diffusion model comfy.ldm.aura.mmdit.MMDiT)"
 
 
 def test_a_config_with_an_unexpected_diffusion_model_is_not_opened(session):
