@@ -6,9 +6,15 @@ ComfyUI's template browser (front end 1.32.9) reads nothing of a custom node's t
 file name: the card's title is the file stem, its description the stem with "-" and "_" as spaces,
 its thumbnail the same-name .jpg (scripts/make_thumbnails.py). So each file is named by its title.
 The description, the minimum ComfyUI version and the models are written into the graph (a
-Markdown note the canvas shows) and into ``extra["sage_attention_scope"]``; core nodes a template
-needs from a newer ComfyUI carry ``properties.cnr_id = "comfy-core"`` and ``properties.ver``, which
-the front end's missing-nodes dialog reads ("nodes from version ...").
+Markdown note the canvas shows) and into ``extra["sage_attention_scope"]``; core nodes carry
+``properties.cnr_id = "comfy-core"`` and ``properties.ver``, the release they load in (NEWER_NODES,
+NEWER_VALUES), which the front end's missing-nodes dialog reads ("nodes from version ..."). A template
+that needs a newer ComfyUI than the pack's floor says which in its title.
+
+Video templates save CreateVideo and SaveVideo as ComfyUI 0.3.75 defines them ([fps]; [prefix,
+format, codec]): newer front ends load those values into the nodes' newer widgets (0.33's front end
+1.49.6 gives CreateVideo's optional bit_depth its default and puts the codec under SaveVideo's format;
+tests/sas_harness/server.py models it, tests/test_browser.py checks the model against the front end).
 
 Model file names and download addresses are the ones ComfyUI's own templates
 (comfyui-workflow-templates) use. Run from the repository root:
@@ -29,11 +35,23 @@ EXTRA_KEY = "sage_attention_scope"  # the templates' own metadata in a workflow'
 PACK_ID = "sage-attention-scope"    # the pack's registry id (pyproject.toml), for the front end's missing-pack lookup
 PACK_NODES = ("SageAttentionScope", "SageAttentionStatus", "SageAttentionCompare")
 FLOOR = "0.3.75"                    # the pack's own minimum ComfyUI (pyproject.toml requires-comfyui)
-# Core nodes newer than FLOOR, with the ComfyUI release that added them (v0.8.0's notes: "Support
-# the LTXV 2 model", "Add LTXAVTextEncoderLoader node").
-NEWER_NODES = {name: "0.8.0" for name in (
-    "LTXAVTextEncoderLoader", "LTXVAudioVAELoader", "LTXVEmptyLatentAudio", "LTXVConcatAVLatent",
-    "LTXVSeparateAVLatent", "LTXVAudioVAEDecode")}
+# Core nodes newer than FLOOR, with the ComfyUI release that added them, from ComfyUI's changelog
+# (docs.comfy.org/changelog): v0.8.0 "LTXV 2 model support" (its nodes); v0.4.0 (December 10, 2025)
+# "Kandinsky 5.0 (T2V/I2V/T2I variants)".
+NEWER_NODES = {
+    **{name: "0.8.0" for name in ("LTXAVTextEncoderLoader", "LTXVAudioVAELoader", "LTXVEmptyLatentAudio",
+                                  "LTXVConcatAVLatent", "LTXVSeparateAVLatent", "LTXVAudioVAEDecode")},
+    "Kandinsky5ImageToVideo": "0.4.0",
+}
+# Widget values an older ComfyUI refuses or cannot load though it has the node: a text encoder type
+# its loader does not list ("type: 'krea2' not in list") or a checkpoint its model detection does not
+# know. A node carrying one is saved as from that release (its ``properties.ver``). From the changelog:
+# v0.26.0 (June 23, 2026) "Krea2"; v0.4.0 Kandinsky 5.0; v0.16.0 (March 5, 2026) "LTXAV 2.3 model".
+NEWER_VALUES = {
+    "krea2": "0.26.0",                               # CLIPLoader type
+    "kandinsky5": "0.4.0",                           # DualCLIPLoader type
+    "ltx-2.3-22b-dev-fp8.safetensors": "0.16.0",     # the LTX-2.3 checkpoint, as its three loaders name it
+}
 FRONTEND_ONLY = ("MarkdownNote", "Note")  # drawn by the front end, never sent to the server
 PACK_COLORS = {"color": "#233", "bgcolor": "#355"}  # LiteGraph's "cyan": the pack's nodes stand out
 NOTE_COLORS = {"color": "#432", "bgcolor": "#653"}  # the brown of ComfyUI's own templates' notes
@@ -70,6 +88,16 @@ MODELS = {  # name -> (folder, address)
     # Chroma (template image_chroma_text_to_image; its VAE is FLUX.1's ae.safetensors above)
     "Chroma1-HD-fp8_scaled_rev2.safetensors": ("diffusion_models", "https://huggingface.co/silveroxides/Chroma1-HD-fp8-scaled/resolve/main/Chroma1-HD-fp8_scaled_rev2.safetensors"),
     "t5xxl_fp8_e4m3fn_scaled.safetensors": ("text_encoders", "https://huggingface.co/comfyanonymous/flux_text_encoders/resolve/main/t5xxl_fp8_e4m3fn_scaled.safetensors"),
+    # Krea-2 Turbo (template image_krea2_turbo_t2i; its VAE is Qwen-Image's qwen_image_vae above, which
+    # Comfy-Org/Krea-2 also carries under vae/)
+    "krea2_turbo_fp8_scaled.safetensors": ("diffusion_models", "https://huggingface.co/Comfy-Org/Krea-2/resolve/main/diffusion_models/krea2_turbo_fp8_scaled.safetensors"),
+    "qwen3vl_4b_fp8_scaled.safetensors": ("text_encoders", "https://huggingface.co/Comfy-Org/Krea-2/resolve/main/text_encoders/qwen3vl_4b_fp8_scaled.safetensors"),
+    # Kandinsky 5.0 Video Lite (template video_kandinsky5_t2v; its Qwen 2.5 VL and CLIP-L files are above)
+    "kandinsky5lite_t2v_sft_5s.safetensors": ("diffusion_models", "https://huggingface.co/kandinskylab/Kandinsky-5.0-T2V-Lite-sft-5s/resolve/main/model/kandinsky5lite_t2v_sft_5s.safetensors"),
+    "hunyuan_video_vae_bf16.safetensors": ("vae", "https://huggingface.co/Kijai/HunyuanVideo_comfy/resolve/main/hunyuan_video_vae_bf16.safetensors"),
+    # LTX-2.3 (template video_ltx2_3_t2v; its Gemma 3 file is LTX-2's above)
+    "ltx-2.3-22b-dev-fp8.safetensors": ("checkpoints", "https://huggingface.co/Lightricks/LTX-2.3-fp8/resolve/main/ltx-2.3-22b-dev-fp8.safetensors"),
+    "ltx_2.3_22b_distilled_1.1_lora_dynamic_fro09_avg_rank_111_bf16.safetensors": ("loras", "https://huggingface.co/Comfy-Org/ltx-2.3/resolve/main/split_files/loras/ltx_2.3_22b_distilled_1.1_lora_dynamic_fro09_avg_rank_111_bf16.safetensors"),
 }
 
 
@@ -95,10 +123,18 @@ SCOPE_WIDGETS = scope_widgets()
 STATUS_WIDGETS = [False]  # reset_counters
 COMPARE_LABELS = ["without SageAttention", "with SageAttention"]  # label_a, label_b
 MULTILINE = {"CLIPTextEncode"}  # nodes with a multiline text box
+IMAGE_PREVIEW = {"LoadImage"}  # nodes that show the picture they load under their widgets
 
 
 def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
+
+
+def node_version(type_: str, widgets=()) -> str:
+    """The oldest ComfyUI release a core node of ``type_`` with these widget values loads in."""
+    needs = [FLOOR, NEWER_NODES.get(type_, FLOOR)]
+    needs += [NEWER_VALUES[w] for w in widgets if isinstance(w, str) and w in NEWER_VALUES]
+    return max(needs, key=_version_key)
 
 
 class Graph:
@@ -121,7 +157,7 @@ class Graph:
             node["properties"]["cnr_id"] = PACK_ID
             node.update(PACK_COLORS)
         elif type_ not in FRONTEND_ONLY:
-            node["properties"].update({"cnr_id": "comfy-core", "ver": NEWER_NODES.get(type_, FLOOR)})
+            node["properties"].update({"cnr_id": "comfy-core", "ver": node_version(type_, widgets)})
         models = [w for w in widgets if isinstance(w, str) and w in MODELS]
         if models:
             node["properties"]["models"] = [{"name": m, "url": MODELS[m][1], "directory": MODELS[m][0]} for m in models]
@@ -169,6 +205,8 @@ class Graph:
         height = 20 * rows + 24 * len(node["widgets_values"]) + 20
         if node["type"] in MULTILINE:
             height += 110
+        if node["type"] in IMAGE_PREVIEW:  # the front end grows it to show the loaded picture
+            height += 300
         width = 400 if node["type"] in MULTILINE else 330
         return [width, height]
 
@@ -400,7 +438,8 @@ def flux2_dev() -> Graph:
 def qwen_image() -> Graph:
     g = Graph()
     unet = _aura_flow_shift(g, _unet(g, "qwen_image_fp8_e4m3fn.safetensors"), 3.1)
-    clip = g.add("CLIPLoader", ["qwen_2.5_vl_7b_fp8_scaled.safetensors", "qwen_image", "default"], [], [("CLIP", "CLIP")])
+    clip = g.add("CLIPLoader", ["qwen_2.5_vl_7b_fp8_scaled.safetensors", "qwen_image", "default"], [],
+                 [("CLIP", "CLIP")])
     vae = g.add("VAELoader", ["qwen_image_vae.safetensors"], [], [("VAE", "VAE")])
     positive = _encode(g, clip, 0, 'a hand-painted shop sign that reads "Sage & Scope", warm evening light')
     negative = _encode(g, clip, 0, "")
@@ -554,21 +593,28 @@ def hunyuan_video15_t2v() -> Graph:
     return g
 
 
-def ltx2() -> Graph:
-    """LTX-2's single-stage text-to-video (the template's first pass, without the upscaler)."""
+def _ltx_av_t2v(ckpt_name: str, prompt: str, negative_prompt: str, cfg: float, sigmas, sampler_name: str,
+                prefix: str, lora: tuple[str, float] | None = None) -> Graph:
+    """LTX-2/2.3 single-stage text to video with sound: one checkpoint holds the model, the video VAE and
+    the audio VAE; Gemma 3 (LTXAVTextEncoderLoader) encodes the prompt; the guider samples the video and
+    audio latents together, 768x512, 97 frames at 25 fps. ``sigmas(g, av_latent)`` adds the schedule;
+    ``lora``: (file, strength) on the model before the Scope."""
     g = Graph()
-    ckpt_name = "ltx-2-19b-dev-fp8.safetensors"
     ckpt = _checkpoint(g, ckpt_name)
+    model = ckpt
+    if lora is not None:
+        model = g.add("LoraLoaderModelOnly", list(lora), [("model", "MODEL")], [("MODEL", "MODEL")])
+        g.link(ckpt, 0, model, "model")
     clip = g.add("LTXAVTextEncoderLoader", ["gemma_3_12B_it_fp4_mixed.safetensors", ckpt_name, "default"], [],
                  [("CLIP", "CLIP")])
     audio_vae = g.add("LTXVAudioVAELoader", [ckpt_name], [], [("Audio VAE", "VAE")])
-    positive = _encode(g, clip, 0, "a puppet under a red umbrella in the rain, close-up, gentle camera push-in")
-    negative = _encode(g, clip, 0, "blurry, low quality, still frame, watermark")
+    positive = _encode(g, clip, 0, prompt)
+    negative = _encode(g, clip, 0, negative_prompt)
     conditioned = g.add("LTXVConditioning", [25.0], [("positive", "CONDITIONING"), ("negative", "CONDITIONING")],
                         [("positive", "CONDITIONING"), ("negative", "CONDITIONING")])
     g.link(positive, 0, conditioned, "positive")
     g.link(negative, 0, conditioned, "negative")
-    guider = _cfg_guider(g, 4.0, (conditioned, 0), (conditioned, 1))
+    guider = _cfg_guider(g, cfg, (conditioned, 0), (conditioned, 1))
     video = g.add("EmptyLTXVLatentVideo", [768, 512, 97, 1], [], [("LATENT", "LATENT")])
     audio = g.add("LTXVEmptyLatentAudio", [97, 25, 1], [("audio_vae", "VAE")], [("Latent", "LATENT")])
     g.link(audio_vae, 0, audio, "audio_vae")
@@ -576,10 +622,8 @@ def ltx2() -> Graph:
                    [("latent", "LATENT")])
     g.link(video, 0, joined, "video_latent")
     g.link(audio, 0, joined, "audio_latent")
-    sigmas = g.add("LTXVScheduler", [20, 2.05, 0.95, True, 0.1], [("latent", "LATENT")], [("SIGMAS", "SIGMAS")])
-    g.link(joined, 0, sigmas, "latent")
-    sample = _custom_sampler(g, guider, sigmas, joined)
-    scope = g.scope_and_status(ckpt, 0, sample, 0)
+    sample = _custom_sampler(g, guider, sigmas(g, joined), joined, sampler_name=sampler_name)
+    scope = g.scope_and_status(model, 0, sample, 0)
     g.link(scope, 0, guider, "model")
     split = g.add("LTXVSeparateAVLatent", [], [("av_latent", "LATENT")],
                   [("video_latent", "LATENT"), ("audio_latent", "LATENT")])
@@ -588,7 +632,86 @@ def ltx2() -> Graph:
     sound = g.add("LTXVAudioVAEDecode", [], [("samples", "LATENT"), ("audio_vae", "VAE")], [("Audio", "AUDIO")])
     g.link(split, 1, sound, "samples")
     g.link(audio_vae, 0, sound, "audio_vae")
-    _save_video(g, frames, 25.0, "video/ltx2_sage", audio=sound, container="mp4")
+    _save_video(g, frames, 25.0, prefix, audio=sound, container="mp4")
+    return g
+
+
+def _ltxv_scheduler(g: Graph, av_latent: dict) -> dict:
+    sigmas = g.add("LTXVScheduler", [20, 2.05, 0.95, True, 0.1], [("latent", "LATENT")], [("SIGMAS", "SIGMAS")])
+    g.link(av_latent, 0, sigmas, "latent")
+    return sigmas
+
+
+def ltx2() -> Graph:
+    """ComfyUI's LTX-2 text-to-video template's first pass (without the upscaler): 20 steps of the LTXV
+    schedule, CFG 4, Euler ancestral (ComfyUI 0.33's video_ltx2_t2v samples both passes with it)."""
+    return _ltx_av_t2v("ltx-2-19b-dev-fp8.safetensors",
+                       "a puppet under a red umbrella in the rain, close-up, gentle camera push-in",
+                       "blurry, low quality, still frame, watermark", 4.0, _ltxv_scheduler, "euler_ancestral",
+                       "video/ltx2_sage")
+
+
+# ComfyUI 0.33's video_ltx2_3_t2v: the first pass's eight distilled steps
+LTX23_SIGMAS = "1.0, 0.99375, 0.9875, 0.98125, 0.975, 0.909375, 0.725, 0.421875, 0.0"
+
+
+def ltx23_t2v() -> Graph:
+    """ComfyUI 0.33's LTX-2.3 text-to-video template's first pass (without its upscaler, its prompt
+    enhancer and its image input): the 22B dev checkpoint with the distilled LoRA at 0.5, eight manual
+    sigmas, CFG 1, Euler."""
+    def manual_sigmas(g: Graph, av_latent: dict) -> dict:
+        return g.add("ManualSigmas", [LTX23_SIGMAS], [], [("SIGMAS", "SIGMAS")])
+
+    return _ltx_av_t2v("ltx-2.3-22b-dev-fp8.safetensors",
+                       "a glass marble rolls across a wooden table and clinks against a cup, close-up, soft "
+                       "window light, the sound of the marble rolling",
+                       "pc game, console game, video game, cartoon, childish, ugly", 1.0, manual_sigmas, "euler",
+                       "video/ltx23_sage",
+                       lora=("ltx_2.3_22b_distilled_1.1_lora_dynamic_fro09_avg_rank_111_bf16.safetensors", 0.5))
+
+
+def krea2_turbo() -> Graph:
+    """ComfyUI's Krea-2 Turbo text-to-image template (without its optional prompt refiner and style
+    LoRAs): the fp8 model, Qwen3-VL 4B as the text encoder, 8 Euler steps at CFG 1 with a zeroed
+    negative, 1024x1024."""
+    g = Graph()
+    unet = _unet(g, "krea2_turbo_fp8_scaled.safetensors")
+    clip = g.add("CLIPLoader", ["qwen3vl_4b_fp8_scaled.safetensors", "krea2", "default"], [], [("CLIP", "CLIP")])
+    vae = g.add("VAELoader", ["qwen_image_vae.safetensors"], [], [("VAE", "VAE")])
+    text = _encode(g, clip, 0, "a surreal ink illustration of a hand holding a martini glass, whimsical doodles "
+                               "around it, a cartoon figure inside the glass, warm paper texture")
+    latent = g.add("EmptyLatentImage", [1024, 1024, 1], [], [("LATENT", "LATENT")])
+    sampler = _ksampler_t2i(g, (unet, 0), (text, 0), (_zero_out(g, text), 0), latent,
+                            [0, "randomize", 8, 1.0, "euler", "simple", 1.0])
+    _decode_and_save(g, sampler, vae, 0, "krea2_turbo_sage")
+    return g
+
+
+def kandinsky5_t2v() -> Graph:
+    """ComfyUI's Kandinsky 5.0 Video Lite text-to-video template (its subgraph unpacked): Qwen 2.5 VL and
+    CLIP-L, shift 5, Kandinsky5ImageToVideo for the 768x512, 121-frame latent, 50 steps of Euler
+    ancestral at CFG 5 on the beta schedule."""
+    g = Graph()
+    unet = _sd3_shift(g, _unet(g, "kandinsky5lite_t2v_sft_5s.safetensors"), 5.0)
+    clip = g.add("DualCLIPLoader", ["qwen_2.5_vl_7b_fp8_scaled.safetensors", "clip_l.safetensors", "kandinsky5",
+                                    "default"], [], [("CLIP", "CLIP")])
+    vae = g.add("VAELoader", ["hunyuan_video_vae_bf16.safetensors"], [], [("VAE", "VAE")])
+    positive = _encode(g, clip, 0, "rim light, dusk, medium close-up: a woman with curly brown hair in a white "
+                                   "dress stands before a stained glass window, colored light on her face")
+    negative = _encode(g, clip, 0, "")
+    to_video = g.add("Kandinsky5ImageToVideo", [768, 512, 121, 1],
+                     [("positive", "CONDITIONING"), ("negative", "CONDITIONING"), ("vae", "VAE"),
+                      ("start_image", "IMAGE")],
+                     [("positive", "CONDITIONING"), ("negative", "CONDITIONING"), ("latent", "LATENT"),
+                      ("cond_latent", "LATENT")])
+    g.link(positive, 0, to_video, "positive")
+    g.link(negative, 0, to_video, "negative")
+    g.link(vae, 0, to_video, "vae")
+    sampler = _ksampler(g, (to_video, 0), (to_video, 1), (to_video, 2),
+                        [0, "randomize", 50, 5.0, "euler_ancestral", "beta", 1.0])
+    scope = g.scope_and_status(unet, 0, sampler, 0)
+    g.link(scope, 0, sampler, "model")
+    _save_video(g, _decode(g, sampler, vae, 0), 24.0, "video/kandinsky5_sage")
     return g
 
 
@@ -656,6 +779,19 @@ TEMPLATES = [
              "text to video with sound", "on the model the guider samples",
              "LTX-2 single-stage text to video with sound, 768x512, 97 frames: the Scope after the checkpoint "
              "loader; the guider samples the video and audio latents together."),
+    Template("LTX-2.3 text to video (ComfyUI 0.16 or newer)", ltx23_t2v, "LTX-2.3 22B",
+             "text to video with sound", "after the distilled LoRA",
+             "LTX-2.3 single-stage text to video with sound, 768x512, 97 frames, eight distilled steps (the dev "
+             "checkpoint with the distilled LoRA at 0.5, CFG 1): the Scope after the LoRA; the guider samples "
+             "the video and audio latents together."),
+    Template("Krea-2 Turbo text to image (ComfyUI 0.26 or newer)", krea2_turbo, "Krea-2 Turbo",
+             "text to image", "between the loader and the KSampler",
+             "Krea-2 Turbo (fp8) at 1024x1024, 8 steps at CFG 1, Qwen3-VL 4B as its text encoder and Qwen-Image's VAE: "
+             "the Scope between Load Diffusion Model and the KSampler."),
+    Template("Kandinsky 5 Lite text to video (ComfyUI 0.4 or newer)", kandinsky5_t2v, "Kandinsky 5.0 Lite",
+             "text to video", "after the flow shift, before the KSampler",
+             "Kandinsky 5.0 Video Lite (2B, 5 s) text to video, 768x512, 121 frames, 50 steps: the Scope after "
+             "the flow shift, before the KSampler."),
 ]
 
 
@@ -679,7 +815,8 @@ def build(template: Template) -> dict:
     """The template's workflow: its graph, a note saying what it is, and its metadata in ``extra``."""
     g = template.make()
     models = list({m["name"]: m for n in g.nodes for m in n["properties"].get("models", [])}.values())
-    min_version = max([FLOOR, *(NEWER_NODES.get(n["type"], FLOOR) for n in g.nodes)], key=_version_key)
+    min_version = max([FLOOR, *(node_version(n["type"], n["widgets_values"]) for n in g.nodes
+                                if n["type"] not in FRONTEND_ONLY + PACK_NODES)], key=_version_key)
     g.add("MarkdownNote", [_note(template, min_version, models)], title="About this workflow")
     workflow = g.as_json({EXTRA_KEY: {"title": template.title, "description": template.description,
                                       "family": template.family, "task": template.task,

@@ -10,7 +10,9 @@ scripts/make_example_workflows.py:
     .venv/bin/python scripts/make_thumbnails.py [--only TITLE ...] [--out DIR]
 Needs Playwright and Chromium ($SAS_CHROMIUM, else chromium on PATH); ComfyUI from $COMFYUI_PATH,
 else .comfyui/ComfyUI. A node this ComfyUI lacks (LTX-2's before 0.8) is left out of the photograph
-(the front end would draw a red error box), and the script names it.
+(the front end would draw a red error box), and the script names it: photograph a template that
+needs a newer ComfyUI on one that has it, e.g. the 0.33 host (its own front end draws the graph):
+    COMFYUI_PATH=.comfyui/comfyui-0.33 .comfyui/venv-0.33/bin/python scripts/make_thumbnails.py --only TITLE
 """
 from __future__ import annotations
 

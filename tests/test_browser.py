@@ -13,7 +13,8 @@ import pytest
 
 from sas_harness import ROOT
 from sas_harness.models import TINY_LTXV
-from sas_harness.server import TINY_MODEL, tiny_prompt
+from sas_harness.server import (TINY_MODEL, api_prompt, example_model_files, lacking, load_widgets,
+                                placeholder_failure, tiny_prompt)
 
 CHROMIUM = os.environ.get("SAS_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(os.environ.get("SAS_ARTIFACTS") or ROOT / ".artifacts" / "browser")
@@ -24,6 +25,7 @@ READY_MS = 90_000
 RUN_MS = 180_000  # a queued prompt on two slow CPU cores
 EXAMPLES = sorted((ROOT / "example_workflows").glob("*.json"))
 EXTRA_KEY = "sage_attention_scope"  # scripts/make_example_workflows.py EXTRA_KEY
+EXAMPLES_FLOOR = "0.3.75"  # scripts/make_example_workflows.py FLOOR: the templates that need no newer ComfyUI
 NO_DIALOGS = {"showMissingNodesDialog": False, "showMissingModelsDialog": False}
 
 
@@ -132,8 +134,8 @@ def test_every_example_workflow_loads_on_the_canvas_without_overlapping_nodes(se
     assert sorted(loaded) == sorted(n["type"] for n in workflow["nodes"])
     unknown = page.evaluate("types => types.filter(t => !window.LiteGraph.registered_node_types[t])", loaded)
     info = object_info
-    if _too_new(path, server):
-        assert unknown and all(t not in info for t in unknown)
+    if _too_new(path, server):  # what it needs is missing here: node types, or values their nodes lack
+        assert all(t not in info for t in unknown) and lacking(workflow, info)
     else:
         assert unknown == []
     assert page.evaluate(f"() => window.app.graph.extra[{json.dumps(EXTRA_KEY)}].title") == path.stem
@@ -158,7 +160,7 @@ def test_every_example_workflow_loads_on_the_canvas_without_overlapping_nodes(se
 def test_a_template_for_a_newer_comfyui_says_so_when_loaded(session, page, server):
     """On an older ComfyUI the front end lists the nodes it lacks, and the template's note on the
     canvas says which ComfyUI it needs."""
-    path = _template("LTX-2")
+    path = _template("LTX-2 text")
     if not _too_new(path, server):
         pytest.skip(f"this ComfyUI runs {path.stem}")
     needs = _meta(path)["min_comfyui_version"]
@@ -173,6 +175,61 @@ def test_a_template_for_a_newer_comfyui_says_so_when_loaded(session, page, serve
     center_on(page, "MarkdownNote")
     sync_api.expect(page.get_by_text(f"Needs ComfyUI {needs} or newer")).to_be_visible(timeout=READY_MS)
     page.screenshot(path=str(ARTIFACTS / "newer_comfyui_note.png"))
+
+
+# What the front end makes of a loaded template: each node's widgets after loading (as it would save
+# them again) and the prompt it would queue.
+FRONT_END_PROMPT_JS = """async () => {
+  const nodes = {};
+  for (const node of window.app.graph._nodes) nodes[node.id] = node.serialize().widgets_values ?? [];
+  const {output} = await window.app.graphToPrompt();
+  const prompt = {};
+  for (const [id, entry] of Object.entries(output)) prompt[id] = {class_type: entry.class_type, inputs: entry.inputs};
+  return {nodes, prompt};
+}"""
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_the_front_end_loads_and_queues_each_template_as_the_server_tests_model_it(session, page, server,
+                                                                                  object_info, path):
+    """sas_harness.server's model of how the front end matches saved values to widgets (which
+    tests/test_server.py queues) is this front end's: the widgets after loading and the prompt
+    graphToPrompt makes are the model's, value for value."""
+    if _too_new(path, server):
+        pytest.skip(f"this ComfyUI lacks what {path.stem} needs")
+    workflow = _workflow(path)
+    load(page, workflow)
+    shown = page.evaluate(FRONT_END_PROMPT_JS)
+    expected, problems = api_prompt(workflow, object_info)
+    assert not problems
+    for node in workflow["nodes"]:
+        if node["type"] in object_info:
+            widgets, _ = load_widgets(node, object_info[node["type"]])
+            assert shown["nodes"][str(node["id"])] == [w.value for w in widgets], node["type"]
+    assert shown["prompt"] == expected
+
+
+def test_a_new_template_queues_from_the_front_end(session, page, server):
+    """A template of a model newer than the pack's floor, loaded in this ComfyUI's own front end and
+    queued as its Run button queues (app.queuePrompt): the server accepts the prompt (every input
+    valid) and runs it until a loader reads a model file (an empty placeholder here)."""
+    newest = [p for p in EXAMPLES if _meta(p)["min_comfyui_version"] != EXAMPLES_FLOOR and not _too_new(p, server)]
+    if not newest:
+        pytest.skip("this ComfyUI runs none of the templates that need a newer ComfyUI than the pack's floor")
+    names = {name for names in example_model_files().values() for name in names}
+    for path in newest:
+        load(page, _workflow(path))
+        with page.expect_response(lambda r: r.url.endswith("/prompt") and r.request.method == "POST",
+                                  timeout=READY_MS) as response:
+            page.evaluate("() => window.app.queuePrompt(0, 1)")
+        assert response.value.status == 200, f"{path.stem}: {response.value.text()}"
+        body = response.value.json()
+        assert not body.get("node_errors"), f"{path.stem}: {body}"
+        entry = server.wait_for(body["prompt_id"])
+        assert entry["prompt"][2].keys() == api_prompt(_workflow(path), server.get("/object_info"))[0].keys()
+        failure = placeholder_failure(entry, _workflow(path), names)
+        assert failure is None, f"{path.stem}: {failure}"
+    page.screenshot(path=str(ARTIFACTS / "new_template_queued.png"))
 
 
 # The Compare template made runnable here: its loader, prompt and size replaced by the tiny

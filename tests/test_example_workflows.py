@@ -139,7 +139,7 @@ def test_the_minimum_version_is_what_the_front_end_reads_on_the_nodes(path):
         else:
             assert props["cnr_id"] == "comfy-core", node["type"]
             versions[node["type"]] = props["ver"]
-            assert props["ver"] == GEN.NEWER_NODES.get(node["type"], GEN.FLOOR)
+            assert props["ver"] == GEN.node_version(node["type"], node["widgets_values"])
     assert needs == max([GEN.FLOOR, *versions.values()], key=_version)
     note = "\n".join(n["widgets_values"][0] for n in _nodes(workflow, "MarkdownNote"))
     assert f"Needs ComfyUI {needs} or newer" in note
@@ -148,7 +148,26 @@ def test_the_minimum_version_is_what_the_front_end_reads_on_the_nodes(path):
 def test_the_templates_that_need_a_newer_comfyui():
     needs = {t.title: _meta(_load(EXAMPLES / t.file))["min_comfyui_version"] for t in GEN.TEMPLATES}
     assert {title: v for title, v in needs.items() if v != GEN.FLOOR} == {
-        "LTX-2 text to video (ComfyUI 0.8 or newer)": "0.8.0"}
+        "LTX-2 text to video (ComfyUI 0.8 or newer)": "0.8.0",
+        "LTX-2.3 text to video (ComfyUI 0.16 or newer)": "0.16.0",
+        "Krea-2 Turbo text to image (ComfyUI 0.26 or newer)": "0.26.0",
+        "Kandinsky 5 Lite text to video (ComfyUI 0.4 or newer)": "0.4.0"}
+
+
+def test_a_newer_widget_value_dates_the_node_that_carries_it():
+    """A text encoder type or checkpoint that an older ComfyUI lacks makes its node as new as the
+    release that added it, though the node type itself is older."""
+    carried = {}
+    for path in WORKFLOWS:
+        for node in _load(path)["nodes"]:
+            for value in node["widgets_values"]:
+                if isinstance(value, str) and value in GEN.NEWER_VALUES:
+                    carried.setdefault(value, set()).add((node["type"], node["properties"]["ver"]))
+    assert carried == {
+        "krea2": {("CLIPLoader", "0.26.0")},
+        "kandinsky5": {("DualCLIPLoader", "0.4.0")},
+        "ltx-2.3-22b-dev-fp8.safetensors": {("CheckpointLoaderSimple", "0.16.0"), ("LTXAVTextEncoderLoader", "0.16.0"),
+                                            ("LTXVAudioVAELoader", "0.16.0")}}
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, **ids)
@@ -225,7 +244,7 @@ def test_every_scope_has_its_inputs_in_order_at_the_defaults_or_off(path):
                 assert value == default, f"{name}={value!r}, the node's default is {default!r}"
         Settings(**dict(zip([name for name, _ in inputs], values)))  # what the node makes of them
         assert _source(_load(path), scope, "model")["type"] in {
-            "UNETLoader", "CheckpointLoaderSimple", "ModelSamplingSD3", "ModelSamplingAuraFlow"}
+            "UNETLoader", "CheckpointLoaderSimple", "ModelSamplingSD3", "ModelSamplingAuraFlow", "LoraLoaderModelOnly"}
     assert len(_nodes(_load(path), "SageAttentionStatus")) == 1
     for status in _nodes(_load(path), "SageAttentionStatus"):
         assert status["widgets_values"] == [False]
@@ -285,6 +304,35 @@ def test_wan21_i2v_conditions_on_the_start_image_and_its_clip_vision():
     [sampler] = _nodes(workflow, "KSampler")
     assert _source(workflow, sampler, "latent_image")["id"] == to_video["id"]
     assert _source(workflow, sampler, "model")["type"] == "SageAttentionScope"
+
+
+def test_kandinsky5_samples_the_latent_and_conditioning_its_image_to_video_node_makes():
+    [path] = [p for p in WORKFLOWS if p.stem.startswith("Kandinsky 5")]
+    workflow = _load(path)
+    [to_video] = _nodes(workflow, "Kandinsky5ImageToVideo")
+    [sampler] = _nodes(workflow, "KSampler")
+    for name, slot in (("positive", 0), ("negative", 1), ("latent_image", 2)):
+        [socket] = [s for s in sampler["inputs"] if s["name"] == name]
+        [link] = [link for link in workflow["links"] if link[0] == socket["link"]]
+        assert (link[1], link[2]) == (to_video["id"], slot), name
+    assert _source(workflow, to_video, "vae")["widgets_values"] == ["hunyuan_video_vae_bf16.safetensors"]
+    shift = _source(workflow, _source(workflow, sampler, "model"), "model")
+    assert shift["type"] == "ModelSamplingSD3" and shift["widgets_values"] == [5.0]
+
+
+def test_ltx23_scopes_the_model_after_the_distilled_lora_and_samples_eight_manual_steps():
+    [path] = [p for p in WORKFLOWS if p.stem.startswith("LTX-2.3")]
+    workflow = _load(path)
+    [guider] = _nodes(workflow, "CFGGuider")
+    scope = _source(workflow, guider, "model")
+    lora = _source(workflow, scope, "model")
+    assert lora["type"] == "LoraLoaderModelOnly" and lora["widgets_values"][1] == 0.5 and "distilled" in lora[
+        "widgets_values"][0]
+    assert _source(workflow, lora, "model")["widgets_values"] == ["ltx-2.3-22b-dev-fp8.safetensors"]
+    assert guider["widgets_values"] == [1.0]  # the distilled LoRA samples without guidance
+    [sample] = _nodes(workflow, "SamplerCustomAdvanced")
+    sigmas = _source(workflow, sample, "sigmas")
+    assert sigmas["type"] == "ManualSigmas" and len(sigmas["widgets_values"][0].split(",")) == 8 + 1
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, **ids)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import socket
@@ -34,6 +35,210 @@ def example_model_files() -> dict[str, list[str]]:
             for model in node.get("properties", {}).get("models", []):
                 files.setdefault(model["directory"], []).append(model["name"])
     return files
+
+
+def example_input_images() -> list[str]:
+    """The images the example workflows' LoadImage nodes name (the user's own start image)."""
+    return sorted({node["widgets_values"][0] for path in WORKFLOWS for node in json.loads(path.read_text())["nodes"]
+                   if node["type"] == "LoadImage"})
+
+
+# -- what the front end makes of a saved node ----------------------------------------------------
+#
+# A node's saved ``widgets_values`` are a list, matched to the node's widgets by position when the
+# front end loads the workflow; the prompt it queues then names each value by its widget. The model
+# below is that matching, driven by the running server's /object_info, as front ends 1.32.9
+# (ComfyUI 0.3.75) and 1.49.6 (0.33) do it (tests/test_browser.py compares it with the front end's
+# own graphToPrompt for every example):
+# * a widget per input of a widget type, in input_order (required, then optional, hidden ones too);
+#   an input of several types ("FLOAT,INT") is a widget of its ``widgetType``; a seed with
+#   control_after_generate is followed by that control's widget, an image upload by its button's;
+#   neither is sent to the server;
+# * a DynamicCombo (COMFY_DYNAMICCOMBO_V3) is a combo whose chosen option's inputs follow it as
+#   widgets named "<combo>.<input>", replaced whenever the combo's value is set;
+# * the saved values are set one after another on the widgets as they stand at that moment, so a
+#   DynamicCombo's inputs take the values that follow it; widgets left without a value keep their
+#   default, values left without a widget are dropped.
+# 0.33's SaveVideo saved as 0.3.75 defines it, [prefix, format, codec], thus loads as format=format,
+# format.codec=codec, and its hidden top-level codec at its default; CreateVideo's [fps] gets
+# bit_depth's default. A value the front end would drop, or a required input left without one, is a
+# problem in a template (it was saved for another node); an optional input left at its default is
+# how ComfyUI adds inputs that old workflows lack.
+
+WIDGET_TYPES = {"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"}
+DYNAMIC_COMBO = "COMFY_DYNAMICCOMBO_V3"
+CONTROL_VALUES = {"fixed", "increment", "decrement", "randomize"}
+FRONTEND_ONLY = {"MarkdownNote", "Note"}  # notes the front end draws and never sends to the server
+FRONTEND_WIDGETS = {"control", "upload"}  # widgets whose values stay in the workflow, never in the prompt
+
+
+@dataclasses.dataclass
+class Widget:
+    name: str
+    kind: str              # INT, FLOAT, STRING, BOOLEAN, COMBO, DYNAMIC_COMBO, or control / upload
+    opts: dict
+    options: list | None   # a combo's choices
+    required: bool         # a required input of the node itself (not optional, not under a DynamicCombo)
+    value: object = None
+    saved: bool = False    # took a saved value, else it holds its default
+
+
+def ordered_inputs(spec: dict, order: dict | None = None):
+    """(name, type, options, required) of each input, in the order the front end makes widgets."""
+    order = order or spec.get("input_order") or {k: list(v) for k, v in spec.get("input", spec).items()}
+    inputs = spec.get("input", spec)
+    for section in ("required", "optional"):
+        for name in order.get(section, []):
+            type_, *rest = inputs[section][name]
+            yield name, type_, (rest[0] if rest else {}), section == "required"
+
+
+def _widget_kind(type_, opts: dict) -> str | None:
+    if isinstance(type_, list):
+        return "COMBO"
+    if type_ == DYNAMIC_COMBO:
+        return DYNAMIC_COMBO
+    if opts.get("forceInput"):
+        return None
+    if type_ in WIDGET_TYPES:
+        return type_
+    if "," in type_ and opts.get("widgetType") in WIDGET_TYPES:  # io.MultiType: the widget of its first type
+        return opts["widgetType"]
+    return None
+
+
+def _default(kind: str, opts: dict, options: list | None):
+    if "default" in opts:
+        return opts["default"]
+    if options:
+        return options[0]
+    return {"INT": 0, "FLOAT": 0.0, "STRING": "", "BOOLEAN": False}.get(kind)
+
+
+def _make_widgets(inputs, prefix: str = "", top: bool = True) -> list[Widget]:
+    widgets = []
+    for name, type_, opts, required in inputs:
+        kind = _widget_kind(type_, opts)
+        if kind is None:
+            continue
+        options = None
+        if kind == DYNAMIC_COMBO:
+            options = [option["key"] for option in opts.get("options", [])]
+        elif kind == "COMBO":
+            options = type_ if isinstance(type_, list) else opts.get("options", [])
+        widget = Widget(prefix + name, kind, opts, options, required and top)
+        widget.value = _default(kind, opts, options)
+        widgets.append(widget)
+        if kind == DYNAMIC_COMBO:
+            widgets += _option_widgets(widget)
+        if opts.get("control_after_generate"):
+            widgets.append(Widget("control_after_generate", "control", {}, sorted(CONTROL_VALUES), False, "fixed"))
+        if opts.get("image_upload"):
+            widgets.append(Widget("upload", "upload", {}, None, False, "image"))
+    return widgets
+
+
+def _option_widgets(combo: Widget) -> list[Widget]:
+    """The widgets of a DynamicCombo's chosen option, at their defaults."""
+    for option in combo.opts.get("options", []):
+        if option["key"] == combo.value:
+            sub = option.get("inputs", {})
+            order = {section: list(sub.get(section, {})) for section in ("required", "optional")}
+            return _make_widgets(ordered_inputs(sub, order), prefix=combo.name + ".", top=False)
+    return []
+
+
+def load_widgets(node: dict, spec: dict) -> tuple[list[Widget], list[str]]:
+    """The node's widgets as the front end loads ``node``'s saved values into them, and what is wrong."""
+    widgets = _make_widgets(ordered_inputs(spec))
+    values = list(node.get("widgets_values") or [])
+    problems = []
+    for index, value in enumerate(values):
+        if index >= len(widgets):
+            problems.append(f"{len(values) - index} widget values left over: {values[index:]}")
+            break
+        widget = widgets[index]
+        widget.value, widget.saved = value, True
+        if widget.kind == DYNAMIC_COMBO:  # its option's widgets replace the previous option's
+            end = index + 1
+            while end < len(widgets) and widgets[end].name.startswith(widget.name + "."):
+                end += 1
+            widgets[index + 1:end] = _option_widgets(widget)
+        problems += _value_problems(widget)
+    for widget in widgets:
+        if not widget.saved and widget.required:
+            problems.append(f"no value for widget {widget.name}")
+    return widgets, problems
+
+
+def _value_problems(widget: Widget) -> list[str]:
+    name, value, opts = widget.name, widget.value, widget.opts
+    if widget.kind == "control":
+        return [] if value in CONTROL_VALUES else [f"control_after_generate value {value!r}"]
+    if widget.kind == "upload":
+        return []
+    if widget.kind in ("COMBO", DYNAMIC_COMBO):
+        return [] if value in widget.options else [f"{name}={value!r} not among {widget.options[:8]}"]
+    if widget.kind == "BOOLEAN":
+        return [] if isinstance(value, bool) else [f"{name}={value!r} is not a boolean"]
+    if widget.kind == "STRING":
+        return [] if isinstance(value, str) else [f"{name}={value!r} is not a string"]
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or (widget.kind == "INT" and value != int(value)):
+        return [f"{name}={value!r} is not {widget.kind}"]
+    if not opts.get("min", -float("inf")) <= value <= opts.get("max", float("inf")):
+        return [f"{name}={value!r} outside [{opts.get('min')}, {opts.get('max')}]"]
+    return []
+
+
+def api_prompt(workflow: dict, info: dict) -> tuple[dict, dict[str, list[str]]]:
+    """The prompt the front end queues for ``workflow`` (API format), and each node's problems."""
+    prompt, problems = {}, {}
+    sources = {link[0]: link for link in workflow["links"]}
+    for node in workflow["nodes"]:
+        if node["type"] in FRONTEND_ONLY:
+            continue
+        label = f"{node['type']} #{node['id']}"
+        if node.get("mode", 0) != 0:
+            problems[label] = [f"mode {node['mode']} (muted or bypassed) is not modelled"]
+            continue
+        widgets, found = load_widgets(node, info[node["type"]])
+        inputs = {w.name: w.value for w in widgets if w.kind not in FRONTEND_WIDGETS}
+        for slot in node.get("inputs", []):
+            if slot.get("link") is not None:
+                _, src, src_slot, _, _, _ = sources[slot["link"]]
+                inputs[slot["name"]] = [str(src), src_slot]
+        prompt[str(node["id"])] = {"class_type": node["type"], "inputs": inputs}
+        if found:
+            problems[label] = found
+    return prompt, problems
+
+
+def lacking(workflow: dict, info: dict) -> list[str]:
+    """What of ``workflow`` this server lacks: node types, and combo values its nodes do not offer."""
+    missing = sorted({n["type"] for n in workflow["nodes"] if n["type"] not in FRONTEND_ONLY and n["type"] not in info})
+    values = []
+    for node in workflow["nodes"]:
+        if node["type"] in info:
+            widgets, _ = load_widgets(node, info[node["type"]])
+            values += [f"{node['type']} {w.name} {w.value!r}" for w in widgets
+                       if w.kind in ("COMBO", DYNAMIC_COMBO) and w.saved and w.value not in w.options]
+    return missing + values
+
+
+def placeholder_failure(entry: dict, workflow: dict, model_names: set[str]) -> str | None:
+    """None if a queued example ``workflow`` ran until a loader read one of its placeholder model
+    files (empty here: no weights exist where the tests run), else what happened instead."""
+    status = entry.get("status", {})
+    errors = [data for kind, data in status.get("messages", []) if kind == "execution_error"]
+    if status.get("status_str") != "error" or len(errors) != 1:
+        return f"expected one execution error, got {status}"
+    [error] = errors
+    [node] = [n for n in workflow["nodes"] if str(n["id"]) == str(error["node_id"])]
+    read = [w for w in node["widgets_values"] if isinstance(w, str) and w in model_names]
+    if node["type"] != error["node_type"] or not read:
+        return (f"{error['node_type']} #{error['node_id']} failed, not a loader of a placeholder model: "
+                f"{error['exception_type']}: {error['exception_message'][:500]}")
+    return None
 
 
 def write_tiny_ltxv(path):
@@ -106,7 +311,10 @@ class Server:
 
     def run_prompt(self, prompt: dict, timeout_s: float = 120) -> dict:
         """Queues an API-format prompt and returns its /history entry once it is done."""
-        prompt_id = self.post("/prompt", {"prompt": prompt})["prompt_id"]
+        return self.wait_for(self.post("/prompt", {"prompt": prompt})["prompt_id"], timeout_s)
+
+    def wait_for(self, prompt_id: str, timeout_s: float = 120) -> dict:
+        """The /history entry of a queued prompt, once it is done."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             entry = self.get(f"/history/{prompt_id}").get(prompt_id)
@@ -117,6 +325,15 @@ class Server:
 
     def tail(self, n: int = 4000) -> str:
         return self.log.read_text(errors="replace")[-n:]
+
+
+def _write_input_images(folder: Path, names: list[str]) -> None:
+    """Small real pictures under the names the examples' LoadImage nodes carry: LoadImage checks that
+    its file opens when a prompt is queued."""
+    from PIL import Image
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        Image.new("RGB", (64, 64), (90, 120, 150)).save(folder / name)
 
 
 @contextlib.contextmanager
@@ -131,6 +348,7 @@ def comfyui_server(base: Path, model_files: dict[str, list[str]]):
         (base / "models" / folder).mkdir(parents=True, exist_ok=True)
         for name in names:
             (base / "models" / folder / name).touch()
+    _write_input_images(base / "input", example_input_images())
     port = free_port()
     log = base / "server.log"
     env = dict(os.environ, PYTHONUNBUFFERED="1",  # the test node imports the harness
