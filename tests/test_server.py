@@ -7,9 +7,9 @@ import pytest
 
 from sage_attention_scope.patches import Reason
 from sas_harness.models import TINY_LTXV
-from sas_harness.server import WORKFLOWS, tiny_prompt
+from sas_harness.server import (DYNAMIC_COMBO, FRONTEND_ONLY, WORKFLOWS, api_prompt, example_model_files, lacking,
+                                load_widgets, ordered_inputs, placeholder_failure, tiny_prompt)
 
-CONTROL_VALUES = {"fixed", "increment", "decrement", "randomize"}
 
 def test_object_info_lists_the_nodes_with_their_inputs(session, server):
     info = server.get("/object_info")
@@ -21,6 +21,13 @@ def test_object_info_lists_the_nodes_with_their_inputs(session, server):
     assert scope["display_name"] == "Sage Attention Scope"
     assert status["output_node"] is True and status["output"] == ["STRING"]
     assert "reset_counters" in status["input"]["required"] and "after" in status["input"]["optional"]
+
+
+def test_the_front_end_is_handed_each_of_the_packs_scripts_once(server):
+    """ComfyUI serves a custom node's scripts from its WEB_DIRECTORY and from a pyproject.toml's
+    [tool.comfy] web folder alike: both would make the front end register each extension twice."""
+    ours = [url for url in server.get("/extensions") if url.rsplit("/", 1)[-1] in ("status.js", "compare.js")]
+    assert sorted(url.rsplit("/", 1)[-1] for url in ours) == ["compare.js", "status.js"], ours
 
 
 def test_a_queued_prompt_samples_through_the_scope_and_the_status_reports_it(session, server):
@@ -58,7 +65,8 @@ def test_the_status_shows_the_routing_table_that_was_used(server):
     [table] = [info["routing"] for info in entry["outputs"]["6"]["sage_attention_status"][0]["devices"].values()]
     [bucket] = [row for row in table if row["calls_last"]]  # the video self-attention's: 8 tokens
     assert bucket["bucket"].startswith("cpu 8x8 tokens") and bucket["calls_last"] == TINY_LTXV["num_layers"]
-    assert f"routing {bucket['text']}: {TINY_LTXV['num_layers']} calls in the last generation" in entry["outputs"]["6"]["text"][0]
+    text = entry["outputs"]["6"]["text"][0]
+    assert f"routing {bucket['text']}: {TINY_LTXV['num_layers']} calls in the last generation" in text
 
 
 def test_a_step_window_through_the_server(server):
@@ -114,91 +122,92 @@ def test_auto_on_a_cpu_server_passes_through_and_says_why(session, server):
 
 # -- example workflows -------------------------------------------------------------------------
 
-WIDGET_TYPES = {"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"}
-FRONTEND_ONLY = {"MarkdownNote", "Note"}  # notes the front end draws and never sends to the server
-
 
 def _version(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split(".")[:3])
-
-
-def _ordered_inputs(spec: dict):
-    order = spec.get("input_order") or {k: list(v) for k, v in spec["input"].items()}
-    for section in ("required", "optional"):
-        for name in order.get(section, []):
-            yield name, spec["input"][section][name]
-
-
-def _widget_problems(node: dict, spec: dict) -> list[str]:
-    linked = {s["name"] for s in node.get("inputs", []) if s.get("link") is not None}
-    values = list(node.get("widgets_values") or [])
-    problems = []
-    for name, (kind, *rest) in _ordered_inputs(spec):
-        opts = rest[0] if rest else {}
-        is_combo = isinstance(kind, list) or kind == "COMBO"
-        if name in linked or not (is_combo or kind in WIDGET_TYPES):
-            continue
-        if not values:
-            problems.append(f"no value for widget {name}")
-            break
-        value = values.pop(0)
-        if is_combo:
-            options = kind if isinstance(kind, list) else opts.get("options", [])
-            if opts.get("image_upload"):
-                # LoadImage: a file the user uploads (this server's input folder is empty), then the
-                # value the front end saves for its upload button
-                if values[:1] == ["image"]:
-                    values.pop(0)
-            elif value not in options:
-                problems.append(f"{name}={value!r} not among {options[:8]}")
-        elif kind == "BOOLEAN" and not isinstance(value, bool):
-            problems.append(f"{name}={value!r} is not a boolean")
-        elif kind in ("INT", "FLOAT"):
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or (kind == "INT" and value != int(value)):
-                problems.append(f"{name}={value!r} is not {kind}")
-            elif not opts.get("min", -float("inf")) <= value <= opts.get("max", float("inf")):
-                problems.append(f"{name}={value!r} outside [{opts.get('min')}, {opts.get('max')}]")
-            if opts.get("control_after_generate"):
-                control = values.pop(0) if values else None
-                if control not in CONTROL_VALUES:
-                    problems.append(f"{name}'s control_after_generate value {control!r}")
-        elif kind == "STRING" and not isinstance(value, str):
-            problems.append(f"{name}={value!r} is not a string")
-    if values:
-        problems.append(f"{len(values)} widget values left over: {values}")
-    return problems
 
 
 def _accepts(input_type: str, link_type: str) -> bool:
     return input_type == "*" or link_type == "*" or link_type in input_type.split(",")
 
 
-@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
-def test_example_workflow_loads_in_this_comfyui(session, path, server):
-    workflow = json.loads(path.read_text())
-    info = server.get("/object_info")
-    nodes = {n["id"]: n for n in workflow["nodes"] if n["type"] not in FRONTEND_ONLY}
-    missing = sorted({n["type"] for n in nodes.values() if n["type"] not in info})
+def _runs_here(server, workflow: dict, info: dict) -> None:
+    """Skips a template that needs a newer ComfyUI than the server's, naming what this one lacks."""
     needs = workflow["extra"]["sage_attention_scope"]["min_comfyui_version"]
     version = server.get("/system_stats")["system"]["comfyui_version"]
-    if missing and _version(needs) > _version(version):
-        pytest.skip(f"{path.name} needs ComfyUI >= {needs}; this one is {version} and lacks {missing}")
-    assert not missing, f"{path.name}: unknown node types {missing} (its minimum ComfyUI {needs} is too low)"
-    assert _version(needs) <= _version(version), f"{path.name} runs on {version} but claims to need {needs}"
+    if _version(needs) > _version(version):
+        pytest.skip(f"needs ComfyUI >= {needs}; this one is {version} and lacks "
+                    f"{lacking(workflow, info) or 'nothing it lists: the model files need the newer release'}")
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_example_workflow_loads_in_this_comfyui(session, path, server):
+    """Every node, link and widget value of the template as this server's /object_info defines them,
+    the values matched to widgets as this server's front end loads them (sas_harness.server)."""
+    workflow = json.loads(path.read_text())
+    info = server.get("/object_info")
+    _runs_here(server, workflow, info)
+    nodes = {n["id"]: n for n in workflow["nodes"] if n["type"] not in FRONTEND_ONLY}
+    missing = sorted({n["type"] for n in nodes.values() if n["type"] not in info})
+    assert not missing, f"{path.name}: unknown node types {missing} (its minimum ComfyUI is too low)"
     assert {"SageAttentionScope", "SageAttentionStatus"} <= {n["type"] for n in nodes.values()}
     for link_id, src, src_slot, dst, dst_slot, link_type in workflow["links"]:
         out_type = info[nodes[src]["type"]]["output"][src_slot]
         in_socket = nodes[dst]["inputs"][dst_slot]
-        spec = dict(_ordered_inputs(info[nodes[dst]["type"]]))
+        spec = {name: type_ for name, type_, _, _ in ordered_inputs(info[nodes[dst]["type"]])}
         assert in_socket["name"] in spec, f"link {link_id}: {nodes[dst]['type']} has no input {in_socket['name']}"
-        in_type = spec[in_socket["name"]][0]
-        in_type = "COMBO" if isinstance(in_type, list) else in_type
+        in_type = "COMBO" if isinstance(spec[in_socket["name"]], list) else spec[in_socket["name"]]
         assert out_type == link_type and _accepts(in_type, link_type), (
             f"link {link_id}: {nodes[src]['type']}[{src_slot}] {out_type} -> {nodes[dst]['type']}."
             f"{in_socket['name']} {in_type} (declared {link_type})")
         assert in_socket["link"] == link_id and link_id in nodes[src]["outputs"][src_slot]["links"]
-    problems = {f"{n['type']} #{n['id']}": p for n in nodes.values() if (p := _widget_problems(n, info[n["type"]]))}
+    _, problems = api_prompt(workflow, info)
     assert not problems, f"{path.name}: {problems}"
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_example_workflow_queues_in_this_comfyui(session, path, server):
+    """The prompt the front end makes of the template passes this server's validation of every input
+    and runs until a loader reads a model file, which is an empty placeholder here."""
+    workflow = json.loads(path.read_text())
+    info = server.get("/object_info")
+    _runs_here(server, workflow, info)
+    prompt, problems = api_prompt(workflow, info)
+    assert not problems, f"{path.name}: {problems}"
+    status, body = server.post_raw("/prompt", {"prompt": prompt})
+    assert status == 200 and not body.get("node_errors"), f"{path.name}: {status} {body}"
+    entry = server.wait_for(body["prompt_id"])
+    names = {name for names in example_model_files().values() for name in names}
+    failure = placeholder_failure(entry, workflow, names)
+    assert failure is None, f"{path.name}: {failure}"
+
+
+def test_video_nodes_saved_for_0_3_75_load_into_this_comfyuis_widgets(server):
+    """The templates save CreateVideo and SaveVideo as 0.3.75 defines them. ComfyUI 0.33 gave CreateVideo
+    an optional bit_depth and made SaveVideo's format a DynamicCombo whose options carry the codec (and
+    kept a hidden top-level codec for old API prompts): the saved values land as front end 1.49.6 puts
+    them (tests/test_browser.py checks the model against it), the new widgets at their defaults."""
+    info = server.get("/object_info")
+    create, _ = load_widgets({"widgets_values": [24.0]}, info["CreateVideo"])
+    save, problems = load_widgets({"widgets_values": ["video/x", "mp4", "h264"]}, info["SaveVideo"])
+    assert problems == []
+    if info["SaveVideo"]["input"]["required"]["format"][0] == DYNAMIC_COMBO:  # 0.33
+        assert [(w.name, w.value) for w in create] == [("fps", 24.0), ("bit_depth", 8)]
+        assert [(w.name, w.value, w.saved) for w in save] == [
+            ("filename_prefix", "video/x", True), ("format", "mp4", True), ("format.codec", "h264", True),
+            ("format.codec.encoding", "auto", False), ("codec", "auto", False)]
+        required = ["format"]  # the codec is the format's, or the hidden optional one
+    else:  # 0.3.75: two plain combos
+        assert [(w.name, w.value) for w in create] == [("fps", 24.0)]
+        assert [(w.name, w.value) for w in save] == [("filename_prefix", "video/x"), ("format", "mp4"),
+                                                     ("codec", "h264")]
+        required = ["format", "codec"]
+    # what the front end would drop, and a required input left without a value, are problems
+    _, surplus = load_widgets({"widgets_values": ["video/x", "mp4", "h264", "auto", "auto", "extra"]},
+                              info["SaveVideo"])
+    _, short = load_widgets({"widgets_values": ["video/x"]}, info["SaveVideo"])
+    assert surplus and "left over" in surplus[-1] and "'extra'" in surplus[-1]
+    assert short == [f"no value for widget {name}" for name in required]
 
 
 def test_the_first_start_prints_no_import_failure_and_no_missing_package_banner(server):
