@@ -15,6 +15,12 @@
 # prepare-0.33 fills .device/c033, ~52 MB, xz -9e so that it fits one call beside SageAttention 2):
 #     bash scripts/gpu-run.sh images-0.33  # GPU tests, family accuracy, FLUX.1 and Krea 2 per step
 #     bash scripts/gpu-run.sh video-0.33   # Kandinsky 5, CogVideoX and LTX-2 per step
+#     bash scripts/gpu-run.sh new-0.33     # the families 0.33 added: accuracy, then Krea 2, Kandinsky 5,
+#                                          #   CogVideoX and LTX-2 per step (one call; SAS_STEP_S caps each)
+#     bash scripts/gpu-run.sh hosts        # SDPA per backend priority beside SA2, the GPU tests (recorded), and
+#                                          #   FLUX.1 2048² per step on ComfyUI 0.3.75 on the same machine
+#                                          #   carry: .device/c033 .device/sa2 .device/c075 (0.3.75's tree:
+#                                          #   tar -C .comfyui -cJf .device/c075/comfyui.tar.xz ComfyUI)
 #                                          #   carry: .device/c033 .device/sa2
 # (base: PyAV, torchsde, trampoline, sageattention 1.0.6 and the ComfyUI tree.) Each writes its logs
 # and tables under $OUT (default .artifacts/gpu) as one tar.xz (the device tool brings back at most
@@ -150,7 +156,7 @@ case "$mode" in
     prepare ;;
   prepare-0.33)
     prepare_033 ;;
-  images-0.33|video-0.33)
+  images-0.33|video-0.33|new-0.33|hosts)
     mkdir -p "$logs"
     unpack_033 || { echo "unpacking the carried packages failed: were .device/c033 and .device/sa2 carried? (bash scripts/gpu-run.sh prepare-0.33)"; exit 1; }
     machine > "$logs/machine.txt"
@@ -170,7 +176,22 @@ case "$mode" in
     step steps-video sa2 python3 bench/model_steps.py --depth full --rounds 2 --steps 4 --family "${models[@]}" \
       --out "$logs/steps-video"
   ;;&
-  images-0.33|video-0.33)
+  new-0.33)
+    IFS=, read -r -a accuracy <<< "${SAS_ACCURACY:-Krea 2,Kandinsky 5,CogVideoX,LTX-2}"
+    SAS_STEP_S="${SAS_ACCURACY_S:-150}" step accuracy sa2 python3 bench/family_accuracy.py --out "$logs/accuracy" \
+      --family "${accuracy[@]}"
+    IFS=, read -r -a models <<< "${SAS_STEPS:-Krea 2@1024,Krea 2@2048,Kandinsky 5,CogVideoX,LTX-2}"
+    step steps-new sa2 python3 bench/model_steps.py --depth full --rounds 2 --steps 4 --family "${models[@]}" \
+      --out "$logs/steps-new"
+  ;;&
+  hosts)
+    tar -C /tmp -xJf "$dev/c075/comfyui.tar.xz" || { echo "missing $dev/c075/comfyui.tar.xz"; exit 1; }
+    step sdpa-backends sa2 python3 bench/sdpa_backends.py
+    SAS_GPU_RECORD="$logs/gpu-record.jsonl" step gpu-tests-sa2 sa2 python3 -m pytest -m gpu -q -rs tests/test_gpu.py
+    COMFYUI_PATH=/tmp/ComfyUI step steps-flux-0.3.75 sa2 python3 bench/model_steps.py --depth full --rounds 2 \
+      --steps 4 --family FLUX.1@2048 --out "$logs/steps-flux-0.3.75"
+  ;;&
+  images-0.33|video-0.33|new-0.33|hosts)
     finish ;;
   tests|kitchen|steps|video)
     mkdir -p "$logs"
@@ -202,6 +223,6 @@ case "$mode" in
   tests|kitchen|steps|video)
     finish ;;
   *)
-    echo "usage: bash scripts/gpu-run.sh prepare|tests|kitchen|steps|video|prepare-0.33|images-0.33|video-0.33" >&2
+    echo "usage: bash scripts/gpu-run.sh prepare|tests|kitchen|steps|video|prepare-0.33|images-0.33|video-0.33|new-0.33|hosts" >&2
     exit 2 ;;
 esac

@@ -203,8 +203,11 @@ def test_partially_loaded_lowvram_model_runs_on_the_kernel(session, kernel, monk
 
 @pytest.mark.parametrize("tokens", [4608, 16896], ids=["FLUX 1024²", "FLUX 2048²"])
 def test_comfy_kitchen_is_checked_and_routing_keeps_sdpa_where_it_is_slower(tokens):
-    """comfy-kitchen's INT8 kernel is accurate but slower than SDPA on the H200: with min_seq_len 1
-    routing (the real clock), not the floor, keeps FLUX's calls on SDPA, and its check passes."""
+    """comfy-kitchen's INT8 kernel is accurate, and with min_seq_len 1 routing (the real clock), not the
+    floor, sends FLUX's calls to whichever side it timed faster: SDPA where the kernel is no faster (the
+    H200 and H100 under ComfyUI 0.3.75, whose SDPA is torch's own choice, cuDNN on Hopper), the kernel
+    where ComfyUI's SDPA is slower (0.33 puts torch's flash backend first: 0.57x cuDNN at FLUX 2048² on
+    an H100, and the kernel wins there, bench/sdpa_backends.py)."""
     from sage_attention_scope.patches import Session
     session = Session(store=None)  # the real clock
     kitchen = kernel_on(session, "cuda:0", "kitchen_int8")
@@ -219,7 +222,10 @@ def test_comfy_kitchen_is_checked_and_routing_keeps_sdpa_where_it_is_slower(toke
     record(test="kitchen_routing_flux", kernel=kitchen.name, version=kitchen.version, tokens=tokens,
            check=check, routing=decision, counts=gen)
     assert check["passed"]
-    assert gen["sdpa"].get(Reason.MEASURED_SLOWER.value, 0) >= 0.95 * calls
+    if decision["use_sage"]:
+        assert gen["sage"] == calls
+    else:
+        assert gen["sdpa"].get(Reason.MEASURED_SLOWER.value, 0) >= 0.95 * calls
 
 
 def test_the_kv77_trap_a_tiny_sdxl_generation_with_every_call_eligible(session, kernel):
