@@ -47,7 +47,8 @@ def kernels_table() -> str:
         heads = _ranges(sorted(b.head_dims))
         dtypes = ", ".join(sorted(str(d).removeprefix("torch.") for d in b.dtypes))
         layouts = ", ".join(sorted(b.layouts)) + (" (NHD as strided views)" if b.transposed_views else "")
-        rows.append(f"| `{b.name}`{'' if b.name in picked else ' (only when chosen)'} | {b.label} | {b.module}.{b.function} | "
+        chosen = "" if b.name in picked else " (only when chosen)"
+        rows.append(f"| `{b.name}`{chosen} | {b.label} | {b.module}.{b.function} | "
                     f"{heads} | {dtypes} | {layouts} | {'yes' if b.masks else 'no'} | {gpus} |")
     return "\n".join(rows)
 
@@ -55,19 +56,40 @@ def kernels_table() -> str:
 # Whole generations at full depth through the Scope's defaults, per step against no node (H200, bf16,
 # SageAttention 2.2 sm90, torch 2.11, ComfyUI 0.3.75, 2026-12-04, before the engine redesign: docs/
 # measured.md). A family without a figure says so: never an estimate.
-PER_STEP = {"FLUX.1": "1.067× at 2048², 1.001× at 1024²", "Qwen-Image": "1.093× at 2048²"}
+PER_STEP = {"FLUX.1": "1.067× at 2048², 1.001× at 1024²; H100, ComfyUI 0.33: 1.393× at 2048²",
+            "Qwen-Image": "1.093× at 2048²",
+            # H100, SageAttention 2.2, ComfyUI 0.33, 2026-12-06: docs/bench/runs/2026-12-06-h100-comfyui-0.33.md
+            "Krea 2": "H100, ComfyUI 0.33: 1.057× at 1024², 1.272× at 2048²",
+            "Kandinsky 5": "H100, ComfyUI 0.33: 1.542× (Lite, 768×512×121)",
+            "CogVideoX": "H100, ComfyUI 0.33: 1.242× (5B, 720×480×49)",
+            "LTX-2": "H100, ComfyUI 0.33: 1.238× (19B, 1248×704×121)"}
+
+
+# The ComfyUI releases the suite runs on (scripts/test.sh, scripts/test-comfyui-0.33.sh; .ci/run runs both).
+TEST_HOSTS = ("0.3.75", "0.33.0")
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+def tested_on(family) -> str:
+    """The test hosts that have ``family``'s classes: those not older than its ``comfyui``."""
+    hosts = [host for host in TEST_HOSTS if _version(host) >= _version(family.comfyui)]
+    return ", ".join(hosts) or "none yet"
 
 
 def families_table() -> str:
     from sage_attention_scope.patches import families
-    models = ["| family | `comfy.supported_models` class (and subclasses) | diffusion model | scope | per step, "
-              "full depth, H200 |", "|---|---|---|---|---|"]
+    models = ["| family | `comfy.supported_models` class (and subclasses) | diffusion model | scope | ComfyUI | "
+              "tested on | per step, full depth (H200 unless named) |", "|---|---|---|---|---|---|---|"]
     calls = ["| family | attention call | route | why |", "|---|---|---|---|"]
     for family in sorted(families.REGISTRY.values(), key=lambda f: f.name.lower()):
         models.append(f"| {family.name} | " + ", ".join(f"`{c}`" for c in family.config_classes) + " | "
                       + ", ".join(f"`{d}`" for d in family.diffusion_models) + " | "
                       + (("opens" + (f" (needs {family.needs})" if family.needs else "")) if family.opens
                          else f"never opens: {family.why_not}") + " | "
+                      + f"{family.comfyui} or newer | {tested_on(family)} | "
                       + (PER_STEP.get(family.name, "not yet measured") if family.opens else "–") + " |")
         for site in family.call_sites:
             route = ("SDPA (never reaches the scope)" if site.unreached else
