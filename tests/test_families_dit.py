@@ -15,8 +15,8 @@ from sage_attention_scope.nodes.status import payload, render
 from sage_attention_scope.patches import Reason, Settings, backends, scope_for_family
 from sage_attention_scope.patches.call import Call
 from sas_harness.doubles import RecordingKernel, make_kernel, registered
-from sas_harness.families import (CASES, FLUX_TOKENS, SAGE, TEXT, model_of, routing_table,  # before cases_dit
-                                  sample_case)
+from sas_harness.families import (CASES, FLUX_TOKENS, SAGE, TEXT, model_of, routed_step,  # before cases_dit
+                                  routing_table, sample_case)
 from sas_harness.cases_dit import (CHROMA_RADIANCE_CASE, FLUX_KONTEXT_CASE, IMAGE_TOKENS, KONTEXT_TOKENS, SD3_CASE,
                                    SD3_TOKENS, TINY_CHROMA, TINY_CHROMA_RADIANCE, TINY_COSMOS_PREDICT2, TINY_HIDREAM,
                                    TINY_LUMINA2, TINY_OMNIGEN2, TINY_SD3, omnigen2_conditioning)
@@ -26,18 +26,7 @@ from sas_harness.run import last_generation
 CASE = {c.family: c for c in CASES}
 
 
-def _routed(session, case, settings: Settings, **declared):
-    """(plain output, scoped output, the kernel double) of one step of ``case``, unscoped and then
-    scoped with ``settings`` on a kernel double of the ``declared`` head sizes, masks..."""
-    model = model_of(case)
-    plain = sample_case(model, case)
-    assert torch.isfinite(plain).all()  # else no comparison below means anything
-    kernel = RecordingKernel()
-    with registered(session, make_kernel("double", kernel, **declared)):
-        scoped, found = scope_for_family(model, dataclasses.replace(settings, kernel="double"), session)
-        assert found.opens and found.family.name == case.family
-        routed = sample_case(scoped, case)
-    return plain, routed, kernel
+_routed = routed_step  # (plain, routed, kernel double) of one step of a case
 
 
 # -- FLUX.1 Kontext ---------------------------------------------------------------------------

@@ -14,7 +14,8 @@ import torch
 from sage_attention_scope.nodes.status import payload, render
 from sage_attention_scope.patches import Reason, Settings, scope_for_family
 from sas_harness.doubles import RecordingKernel, make_kernel, registered
-from sas_harness.families import CASES, SAGE, TEXT, model_of, routing_table, sample_case  # before cases_image_2026
+from sas_harness.families import (CASES, SAGE, TEXT, model_of, routed_step,  # before cases_image_2026
+                                  routing_table, sample_case)
 from sas_harness.cases_image_2026 import (ERNIE_CASE, IMAGE_TOKENS, JOINT_TOKENS, KREA2_TEXT_FUSION_CALLS,
                                           TINY_ERNIE_IMAGE, TINY_KREA2, TINY_LENS, TINY_MAGE_FLOW,
                                           krea2_conditioning, lens_conditioning)
@@ -28,17 +29,8 @@ TOLERANCE = dict(rtol=1e-3, atol=1e-3)
 
 
 def _routed(session, case, settings: Settings, **declared):
-    """(plain output, scoped output, the kernel double, the counters) of one step of ``case``, unscoped
-    and then scoped with ``settings`` on a kernel double of the ``declared`` head sizes."""
-    model = model_of(case)
-    plain = sample_case(model, case)
-    assert torch.isfinite(plain).all()  # else no comparison below means anything
-    kernel = RecordingKernel()
-    with registered(session, make_kernel("double", kernel, **declared)):
-        scoped, found = scope_for_family(model, dataclasses.replace(settings, kernel="double"), session)
-        assert found.opens and found.family.name == case.family
-        routed = sample_case(scoped, case)
-    return plain, routed, kernel, last_generation(session)
+    """(plain output, scoped output, the kernel double, the counters) of one step of ``case``."""
+    return (*routed_step(session, case, settings, **declared), last_generation(session))
 
 
 def _recorded_calls(model, case) -> list[tuple[tuple, dict]]:

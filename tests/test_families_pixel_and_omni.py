@@ -16,7 +16,8 @@ from sage_attention_scope.nodes.status import payload, render
 from sage_attention_scope.patches import Reason, Settings, backends, families, scope_for_family
 from sas_harness import doubles
 from sas_harness.doubles import RecordingKernel, make_kernel, registered
-from sas_harness.families import CASES, SAGE, TEXT, model_of, routing_table, sample_case  # before the cases below
+from sas_harness.families import (CASES, SAGE, TEXT, model_of, routed_step,  # before the cases below
+                                  routing_table, sample_case)
 from sas_harness.cases_dit import TINY_OMNIGEN2
 from sas_harness.cases_pixel_and_omni import (ANIMA_IMAGE, ANIMA_TEXT_KEYS, BOOGU_IMAGE, HIDREAM_O1_KEYS,
                                               HIDREAM_O1_QUERY, IDEOGRAM4_IMAGE, PIXEL_PATCHES, TINY_ANIMA, TINY_BOOGU,
@@ -31,19 +32,7 @@ TOLERANCE = dict(rtol=1e-3, atol=1e-3)
 HIDREAM_O1_LAYERS = TINY_HIDREAM_O1["text_config_overrides"]["num_hidden_layers"]
 
 
-def _routed(session, case, settings: Settings | None = None, **declared):
-    """(plain output, scoped output, the kernel double) of one step of ``case``, unscoped and then scoped with
-    ``settings`` (the case's threshold by default) on a kernel double of the ``declared`` head sizes..."""
-    model = model_of(case)
-    plain = sample_case(model, case)
-    assert torch.isfinite(plain).all()  # else no comparison below means anything
-    kernel = RecordingKernel()
-    settings = settings or Settings(min_seq_len=case.min_seq_len)
-    with registered(session, make_kernel("double", kernel, **declared)):
-        scoped, found = scope_for_family(model, dataclasses.replace(settings, kernel="double"), session)
-        assert found.opens and found.family.name == case.family
-        routed = sample_case(scoped, case)
-    return plain, routed, kernel
+_routed = routed_step  # (plain, routed, kernel double) of one step of a case, at its threshold by default
 
 
 def _lengths(kernel: RecordingKernel) -> list[tuple[int, int]]:

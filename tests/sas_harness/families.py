@@ -256,6 +256,24 @@ def sample_case(model, case: Case, **kwargs):
                               latent=case.latent() if case.latent else None, **kwargs))
 
 
+def routed_step(session, case: Case, settings=None, **declared):
+    """(plain output, scoped output, the kernel double) of one step of ``case``, unscoped and then scoped
+    with ``settings`` (the case's threshold by default) on a kernel double of the ``declared`` head sizes,
+    masks...; the family the Scope recognised must be the case's."""
+    from sage_attention_scope.patches import Settings, scope_for_family
+    from .doubles import RecordingKernel, make_kernel, registered
+    model = model_of(case)
+    plain = sample_case(model, case)
+    assert torch.isfinite(plain).all()  # else no comparison with it means anything
+    kernel = RecordingKernel()
+    settings = settings or Settings(min_seq_len=case.min_seq_len)
+    with registered(session, make_kernel("double", kernel, **declared)):
+        scoped, found = scope_for_family(model, dataclasses.replace(settings, kernel="double"), session)
+        assert found.opens and found.family.name == case.family
+        routed = sample_case(scoped, case)
+    return plain, routed, kernel
+
+
 def routing_table(counts: dict) -> dict:
     table = {Reason(r): n for r, n in counts["sdpa"].items()}
     if counts["sage"]:
