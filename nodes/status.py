@@ -98,7 +98,7 @@ def _counts_lines(counts: dict, head: str, indent: str) -> list[str]:
     lines += [f"{indent}  SDPA {n}: {Reason(reason).label}" for reason, n in counts["sdpa"].items()]
     lines += [f"{indent}  faults ({fault}): {n}" for fault, n in counts["faults"].items()]
     if counts["masks_dropped"]:
-        lines.append(f"{indent}  masks dropped or padding sliced off: {counts['masks_dropped']}")
+        lines.append(f"{indent}  masks dropped or the keys they mask left out: {counts['masks_dropped']}")
     if counts["copied"]:
         lines.append(f"{indent}  q/k/v copied for the kernel (grouped-query k/v, or a last dimension not contiguous): "
                      f"{counts['copied']}")

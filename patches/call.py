@@ -4,11 +4,12 @@ mask=None, skip_reshape=False, skip_output_reshape=False, **kwargs)``. q/k/v are
 into a tensor (one sync), when a decision needs it. ``block``: (type, index, count) where the model
 sets ``total_blocks`` (FLUX, Chroma, HunyuanVideo, Qwen-Image; a UNet's ``block_index`` is local).
 
-Two forms newer ComfyUI hands over are taken by a copy (``copies``), as ComfyUI's own SageAttention path
-takes them: grouped-query k/v (``enable_gqa``: fewer key/value heads than query heads, OmniGen2 on 0.33)
-are repeated to the query's heads, and a q/k/v whose last dimension is not contiguous (comfy-kitchen's
-CPU RoPE from 0.2.40 on) is made contiguous. The copy runs inside the kernel's arm, so measured routing
-weighs it against SDPA."""
+Three forms newer ComfyUI hands over are taken by a copy (``copies``): grouped-query k/v (``enable_gqa``:
+fewer key/value heads than query heads, OmniGen2 on 0.33) are repeated to the query's heads, as ComfyUI's own
+SageAttention path does; a q/k/v whose last dimension is not contiguous (comfy-kitchen's CPU RoPE from 0.2.40
+on) is made contiguous; and the keys a mask keeps for every query, where the masked ones are not all trailing
+(HunyuanVideo's text padding once its text comes first, ComfyUI 0.18 on), are gathered. The copy runs inside
+the kernel's arm, so measured routing weighs it against SDPA."""
 from __future__ import annotations
 
 import dataclasses
@@ -26,6 +27,7 @@ class MaskKind(str, enum.Enum):
     NONE = "none"
     NOOP = "noop"                # all-true boolean or all-zero additive: changes nothing
     KEY_PADDING = "key_padding"  # the same trailing keys masked out for every query: slicing them off is exact
+    KEY_SUBSET = "key_subset"    # the same keys masked out for every query, not all trailing: gathering the rest is
     MASKS = "masks"
 
 
@@ -96,7 +98,8 @@ class Call:
     def copies(self) -> bool:
         """Whether the kernel gets copies of k/v (grouped-query) or of a tensor not contiguous in its last
         dimension, rather than views of what ComfyUI handed over."""
-        return self.kv_heads != self.heads or any(t.stride(-1) != 1 for t in (self.q, self.k, self.v))
+        return (self.kv_heads != self.heads or any(t.stride(-1) != 1 for t in (self.q, self.k, self.v))
+                or (self.mask is not None and self.mask_kind is MaskKind.KEY_SUBSET))
 
     @property
     def mask_kind(self) -> MaskKind:
@@ -112,22 +115,33 @@ class Call:
             return (MaskKind.NOOP if bool(mask.all()) else MaskKind.MASKS), self.kv_len
         if not bool(mask.any()):
             return MaskKind.NOOP, self.kv_len
-        kept = int((mask.reshape(-1, mask.shape[-1])[0] == 0).sum())  # masked: -inf or ComfyUI's -finfo.max
-        padding = (math.prod(mask.shape[:-1]) == 1 and mask.shape[-1] == self.kv_len and 0 < kept
-                   and not bool(mask[..., :kept].any()) and bool((mask[..., kept:] <= -1e4).all()))
-        return (MaskKind.KEY_PADDING, kept) if padding else (MaskKind.MASKS, self.kv_len)
+        keeps = self._keys_kept()
+        if keeps is None:
+            return MaskKind.MASKS, self.kv_len
+        kept = int(keeps.sum())
+        return (MaskKind.KEY_PADDING if bool(keeps[:kept].all()) else MaskKind.KEY_SUBSET), kept
+
+    def _keys_kept(self) -> Optional[torch.Tensor]:
+        """Which keys a mask keeps, where it is one row for every query that either keeps a key (0) or masks it
+        out (-inf, or ComfyUI's -finfo.max: no weight left after the softmax); None for any other mask."""
+        mask = self.mask
+        if math.prod(mask.shape[:-1]) != 1 or mask.shape[-1] != self.kv_len:
+            return None
+        row = mask.reshape(-1)
+        keeps = row == 0
+        return keeps if bool(keeps.any()) and bool((keeps | (row <= -1e4)).all()) else None
 
     def sdpa_mask(self) -> Optional[torch.Tensor]:
         """The mask broadcastable to (B, H, Nq, Nkv), as ComfyUI's attention_pytorch gives SDPA; None
-        where it was dropped (masks nothing) or its padding sliced off (``views``)."""
+        where it was dropped (masks nothing) or the keys it masks left out (``views``)."""
         mask = None if self.mask is None or self.mask_kind is not MaskKind.MASKS else self.mask
         if mask is not None and mask.ndim == 2:
             mask = mask.unsqueeze(0)
         return mask.unsqueeze(1) if mask is not None and mask.ndim == 3 else mask
 
     def views(self, layout: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """q, k, v in ``layout``, k and v without keys a key-padding mask drops: views, except where
-        ``copies`` says (grouped-query k/v repeated to the query's heads, a last dimension made contiguous)."""
+        """q, k, v in ``layout``, k and v without the keys a key mask drops for every query: views, except where
+        ``copies`` says (grouped-query k/v repeated, a last dimension made contiguous, the kept keys gathered)."""
         heads_axis = 1 if self.skip_reshape else 2
         if self.skip_reshape:
             q, k, v = self.q, self.k, self.v
@@ -136,8 +150,12 @@ class Call:
             k, v = (t.unflatten(-1, (self.kv_heads, -1)) for t in (self.k, self.v))
         if self.kv_heads != self.heads:  # each query head reads key/value head (its index // group), as SDPA's
             k, v = (t.repeat_interleave(self.heads // self.kv_heads, dim=heads_axis) for t in (k, v))
+        keys_axis = -2 if self.skip_reshape else 1
         if self.mask is not None and self.mask_kind is MaskKind.KEY_PADDING:
-            k, v = (t.narrow(-2 if self.skip_reshape else 1, 0, self.mask_facts[1]) for t in (k, v))
+            k, v = (t.narrow(keys_axis, 0, self.mask_facts[1]) for t in (k, v))
+        elif self.mask is not None and self.mask_kind is MaskKind.KEY_SUBSET:
+            kept = self._keys_kept().nonzero().flatten()
+            k, v = (t.index_select(keys_axis, kept) for t in (k, v))
         q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
         return tuple(t if layout == self.layout else t.transpose(1, 2) for t in (q, k, v))
 

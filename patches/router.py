@@ -95,7 +95,7 @@ class Router:
             return self.fault(exc, call, func, args, kwargs)
         result = call.output(out, layout)
         counts[MASK_DROPPED] += (call.mask is not None
-                                 and call.mask_kind is not MaskKind.MASKS)  # no-op, or padding sliced off
+                                 and call.mask_kind is not MaskKind.MASKS)  # no-op, or masked keys left out
         counts[COPIED] += call.copies
         if settings.first_call_check and key not in session.checks:
             reference = func(*args, **kwargs)

@@ -236,20 +236,17 @@ def test_joyimage_reference_images_lengthen_the_joint_calls(session):
 
 # -- the text masks of Lens and Mage-Flow -------------------------------------------------------------
 
-@pytest.mark.parametrize("text_mask, sliced", [
-    ([1, 1, 1, 1, 1], 0),     # one prompt: masks nothing, dropped
-    ([1, 1, 1, 0, 0], 2),     # padded: the text comes last, so its 2 padded keys are the last keys: sliced
-    ([1, 0, 1, 1, 1], None),  # a hole inside the text: a mask
+@pytest.mark.parametrize("text_mask, left_out, copied", [
+    ([1, 1, 1, 1, 1], 0, False),  # one prompt: masks nothing, dropped
+    ([1, 1, 1, 0, 0], 2, False),  # padded: the text comes last, so its 2 padded keys are the last keys: sliced
+    ([1, 0, 1, 1, 1], 1, True),   # a hole inside the text, the same for every query: the other keys gathered
 ], ids=["unpadded", "padded", "hole"])
-def test_lens_text_mask_is_dropped_or_sliced_where_it_masks_trailing_keys(session, text_mask, sliced):
+def test_lens_text_mask_is_dropped_or_its_masked_keys_left_out(session, text_mask, left_out, copied):
     case = dataclasses.replace(CASE["Lens"], conditioning=lambda: lens_conditioning(torch.tensor([text_mask])))
     plain, routed, kernel, counts = _routed(session, case, Settings(min_seq_len=case.min_seq_len))
     blocks = TINY_LENS["num_layers"]
-    if sliced is None:
-        assert routing_table(counts) == {Reason.MASK: blocks} and counts["masks_dropped"] == 0
-    else:
-        assert routing_table(counts) == {SAGE: blocks} and counts["masks_dropped"] == blocks
-        assert _lengths(kernel, "k") == [JOINT_TOKENS - sliced] * blocks
+    assert routing_table(counts) == {SAGE: blocks} and counts["masks_dropped"] == blocks
+    assert _lengths(kernel, "k") == [JOINT_TOKENS - left_out] * blocks and counts["copied"] == copied * blocks
     torch.testing.assert_close(routed, plain, **TOLERANCE)
 
 
@@ -264,15 +261,17 @@ def test_lens_empty_negative_prompt_leaves_the_image_tokens_alone(session):
     torch.testing.assert_close(routed, plain, **TOLERANCE)
 
 
-@pytest.mark.parametrize("text_mask, expected, dropped", [
-    ([1, 1, 1, 1, 1], {SAGE: TINY_MAGE_FLOW["num_layers"]}, TINY_MAGE_FLOW["num_layers"]),  # all zero: dropped
-    ([1, 1, 1, 0, 0], {Reason.MASK: TINY_MAGE_FLOW["num_layers"]}, 0),  # padded keys before the image's
+@pytest.mark.parametrize("text_mask, copied", [
+    ([1, 1, 1, 1, 1], False),  # all zero: dropped
+    ([1, 1, 1, 0, 0], True),   # padded keys before the image's, masked for every query: the other keys gathered
 ], ids=["unpadded", "padded"])
-def test_mage_flow_text_mask_with_zeros_stays_on_sdpa(session, text_mask, expected, dropped):
+def test_mage_flow_text_mask_is_dropped_or_its_masked_keys_left_out(session, text_mask, copied):
     case = dataclasses.replace(CASE["Mage-Flow"], conditioning=lambda: text_conditioning(
         attention_mask=torch.tensor([text_mask])))
     plain, routed, _, counts = _routed(session, case, Settings(min_seq_len=case.min_seq_len))
-    assert routing_table(counts) == expected and counts["masks_dropped"] == dropped
+    blocks = TINY_MAGE_FLOW["num_layers"]
+    assert routing_table(counts) == {SAGE: blocks} and counts["masks_dropped"] == blocks
+    assert counts["copied"] == copied * blocks
     torch.testing.assert_close(routed, plain, **TOLERANCE)
 
 

@@ -62,23 +62,31 @@ def _hunyuan_video_under(session, mask):
 def test_hunyuan_video_text_padding_mask_is_sliced_off_and_the_joint_calls_qualify(session, padding):
     """A 5-token prompt padded to 8: the joint calls' mask masks its 3 padded keys for every query.
     Where the text comes last (ComfyUI up to 0.12) those are the last keys: sliced off, the calls
-    run on the kernel without them. Unpadded, the mask is all zero: dropped."""
+    run on the kernel without them. Where it comes first (0.18 on) they lie between the text and the
+    image: the kept keys are gathered (a copy) and the calls run on the kernel too. Unpadded, the mask
+    is all zero: dropped."""
     plain, routed, kernel, counts = _hunyuan_video_under(session, text_mask(padding=padding))
     joint = joint_blocks(TINY_HUNYUAN_VIDEO)
     # the two refiner calls over the 8 text tokens are short, whatever the mask
-    if padding and not hunyuan_text_last():  # padding between the text and the image: a mask
-        assert routing_table(counts) == {Reason.MASK: joint, Reason.TOO_SHORT: REFINER_CALLS}
-        assert counts["masks_dropped"] == 0 and kernel.calls == []
-    else:
-        assert routing_table(counts) == {SAGE: joint, Reason.TOO_SHORT: REFINER_CALLS}
-        assert counts["masks_dropped"] == joint and _keys(kernel) == [HV_JOINT - padding] * joint
+    assert routing_table(counts) == {SAGE: joint, Reason.TOO_SHORT: REFINER_CALLS}
+    assert counts["masks_dropped"] == joint and _keys(kernel) == [HV_JOINT - padding] * joint
+    assert counts["copied"] == (joint if padding and not hunyuan_text_last() else 0)
+    torch.testing.assert_close(routed, plain, **TOLERANCE)
+
+
+def test_hunyuan_video_a_hole_in_the_text_mask_is_left_out_by_gathering_the_other_keys(session):
+    """A text token masked inside the prompt: the same key masked for every query, not trailing: the
+    joint calls get the other keys gathered (a copy) and run on the kernel."""
+    plain, routed, kernel, counts = _hunyuan_video_under(session, torch.tensor([[1, 1, 0, 1, 1, 1, 1, 1]]))
+    joint = joint_blocks(TINY_HUNYUAN_VIDEO)
+    assert routing_table(counts) == {SAGE: joint, Reason.TOO_SHORT: REFINER_CALLS}
+    assert counts["masks_dropped"] == counts["copied"] == joint and _keys(kernel) == [HV_JOINT - 1] * joint
     torch.testing.assert_close(routed, plain, **TOLERANCE)
 
 
 @pytest.mark.parametrize("mask", [
-    torch.tensor([[1, 1, 0, 1, 1, 1, 1, 1]]),               # a hole inside the text: not trailing padding
     torch.tensor([[0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0]]),  # a float mask: HunyuanVideo adds it as a bias
-], ids=["hole", "bias"])
+], ids=["bias"])
 def test_hunyuan_video_masks_that_are_not_key_padding_stay_on_sdpa(session, mask):
     plain, routed, kernel, counts = _hunyuan_video_under(session, mask)
     assert routing_table(counts) == {Reason.MASK: joint_blocks(TINY_HUNYUAN_VIDEO), Reason.TOO_SHORT: REFINER_CALLS}

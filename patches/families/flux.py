@@ -13,7 +13,8 @@ FLUX1 = register(Family(
         CallSite("ControlNet blocks (comfy/ldm/flux/controlnet.py) in the sampling loop", None,
                  "ComfyUI calls them without transformer_options; the scope hands them its override"),
         CallSite("any call with an attention mask that masks something", Reason.MASK,
-                 "SageAttention takes no mask; an all-true / all-zero mask is dropped and the call qualifies"),
+                 "SageAttention takes no mask; an all-true / all-zero mask is dropped, and keys masked for every "
+                 "query are left out (sliced off, or the others gathered): those calls qualify"),
     ),
     scope_controlnets=True,
 ))

@@ -3,7 +3,8 @@ model class, three families so the status names the model. Two text-refiner bloc
 text alone; then one joint attention over image + text tokens per double-stream and per
 single-stream block, head size 128. A text mask with padding becomes an additive mask over the
 joint sequence's keys, the same for every query; up to ComfyUI 0.12 the text comes last, so the
-padded keys are the trailing ones and the engine slices them off."""
+padded keys are the trailing ones and the engine slices them off; from 0.18 the text comes first and
+the engine gathers the keys it keeps (a copy)."""
 from . import CallSite, Family, register
 from ..reasons import Reason
 
@@ -18,11 +19,10 @@ def _sites(text: str) -> tuple[CallSite, ...]:
         CallSite("single-stream joint attention (image + text)", None),
         CallSite("joint attention under the text's padding mask, ComfyUI up to 0.12 (text last)", None,
                  "the padded text keys are the last keys, masked for every query: sliced off, the call qualifies"),
-        CallSite("joint attention under the text's padding mask, newer ComfyUI (text first)", Reason.MASK,
-                 "since ComfyUI's February 2026 refactor (PR 12432; 0.18 read) the padded keys lie between the text "
-                 "and the image tokens: not trailing, so kept as a mask, which SageAttention does not take"),
-        CallSite("joint attention under any other mask (a bias, a hole inside the text)", Reason.MASK,
-                 "SageAttention takes no mask"),
+        CallSite("joint attention under the text's padding mask, newer ComfyUI (text first)", None,
+                 "since ComfyUI's February 2026 refactor (PR 12432; 0.18 and 0.33 read) the padded keys lie between "
+                 "the text and the image tokens, masked for every query: the other keys are gathered (a copy)"),
+        CallSite("joint attention under any other mask (a bias)", Reason.MASK, "SageAttention takes no mask"),
     )
 
 

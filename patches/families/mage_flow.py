@@ -1,10 +1,10 @@
 """Mage-Flow (Microsoft Mage; MageFlow, a MageFlowTransformer2DModel): 12 of Qwen-Image's
 double-stream blocks, patch size 1, one joint call each over Qwen3-VL-4B text + image (+ reference)
 tokens through optimized_attention_masked, text first, head size 128 (24 heads). The text encoder
-drops an all-ones mask; a mask with zeros becomes an additive mask over the text keys, which lie
-before the image's: not trailing, so kept (`mask`). The blocks set their position ("double")."""
+drops an all-ones mask; a mask with zeros becomes an additive mask over the text keys, the same for
+every query, which lie before the image's: the kept keys are gathered (a copy). The blocks set their
+position ("double")."""
 from . import CallSite, Family, register
-from ..reasons import Reason
 
 MAGE_FLOW = register(Family(
     name="Mage-Flow",
@@ -13,9 +13,9 @@ MAGE_FLOW = register(Family(
     call_sites=(
         CallSite("double-stream joint attention (text + image + reference tokens)", None,
                  "a 1024² image is 4096 image tokens (a 64 x 64 Flux.2 latent, patch 1)"),
-        CallSite("joint attention under a text mask with zeros", Reason.MASK,
-                 "the masked text keys come before the image's: SageAttention takes no mask (an all-zero mask "
-                 "is dropped)"),
+        CallSite("joint attention under a text mask with zeros", None,
+                 "the masked text keys, the same for every query, come before the image's: the others are "
+                 "gathered (a copy) and the call qualifies (an all-zero mask is dropped)"),
     ),
     needs="comfy/ldm/mage_flow, ComfyUI >= 0.33 (the release read; 0.3.75 lacks it)",
     comfyui="0.33.0",

@@ -13,8 +13,10 @@ QWEN_IMAGE = register(Family(
                  "nothing: dropped"),
         CallSite("ControlNet blocks (comfy/ldm/qwen_image/controlnet.py) in the sampling loop", None,
                  "handed the scope's override like FLUX.1's"),
-        CallSite("joint or ControlNet attention whose mask masks something", Reason.MASK,
-                 "SageAttention takes no mask"),
+        CallSite("joint attention under a text mask with zeros (ComfyUI 0.12 on)", None,
+                 "the masked text keys, the same for every query, come before the image's: the others are "
+                 "gathered (a copy) and the call qualifies"),
+        CallSite("joint or ControlNet attention under any other mask", Reason.MASK, "SageAttention takes no mask"),
     ),
     scope_controlnets=True,
 ))
