@@ -62,7 +62,8 @@ PER_STEP = {"FLUX.1": "1.067× at 2048², 1.001× at 1024²; H100, ComfyUI 0.33:
             "Krea 2": "H100, ComfyUI 0.33: 1.057× at 1024², 1.272× at 2048²",
             "Kandinsky 5": "H100, ComfyUI 0.33: 1.542× (Lite, 768×512×121)",
             "CogVideoX": "H100, ComfyUI 0.33: 1.242× (5B, 720×480×49)",
-            "LTX-2": "H100, ComfyUI 0.33: 1.238× (19B, 1248×704×121)"}
+            "LTX-2": "H100, ComfyUI 0.33: 1.238× (19B, 1248×704×121)",
+            "HunyuanVideo": "H100, ComfyUI 0.33: 1.424× (848×480×73, a short prompt's padding gathered)"}
 
 
 # The ComfyUI releases the suite runs on (scripts/test.sh, scripts/test-comfyui-0.33.sh; .ci/run runs both).
