@@ -1,7 +1,9 @@
 """Sage Attention Scope: SageAttention for diffusion-model sampling in ComfyUI, safely.
 
-ComfyUI loads this folder as a package. Loading never fails for want of sageattention,
-Triton or CUDA: those are looked up when a scoped model first samples.
+ComfyUI loads this folder as a package. Loading never fails for want of sageattention, Triton or
+CUDA. Where a CUDA GPU is present, building the node list (ComfyUI does it at start) imports the kernel
+libraries to offer the kernels that bind on it (nodes/scope.py, kernel_choices); a library missing or
+broken there is said in Status, never raised.
 """
 import logging
 
