@@ -8,7 +8,7 @@ import torch
 from comfy_api.latest import io
 
 from ..patches import Settings, scope_for_family
-from ..patches.settings import MAX_SEQ_LEN, ROUTINGS
+from ..patches.settings import BOOLEANS, MAX_SEQ_LEN, ROUTINGS, WHOLE_NUMBERS, order_problem, problem
 from . import session
 
 log = logging.getLogger(__name__)
@@ -69,34 +69,59 @@ def kernel_tooltip(choices: list[str]) -> str:
                                  "installed for it): the Scope keeps SDPA; Status says what to install.")
 
 
-class _Invalid(str):
-    """A raw prompt value ComfyUI would coerce silently ("maybe" to True, 1.5 to 1), replaced by what
-    is wrong with it: ComfyUI's conversion of it fails, so ``/prompt`` answers 400 naming the node and
-    the input (a str, so that the answer's JSON carries it)."""
+class _Invalid(dict):
+    """A raw prompt value that is wrong for its input, wrapped the way ComfyUI wraps a widget's value
+    ({"__value__": value}) but failing to unwrap with what is wrong: ComfyUI's /prompt then answers
+    400 with one error under that input ("Failed to convert an input value", details
+    "<input>, <value>, <sentence>") and checks the input no further, on 0.3.75 and 0.33 alike, for
+    every input type, combos included (0.3.75 checks no V3 combo). ComfyUI's validate_inputs cannot
+    do it: it sees the values only after ComfyUI's conversion ("no" -> True, 1.5 -> 1, "nan" -> nan),
+    and its answer is reported under every input its signature names."""
 
-    def __bool__(self):
-        raise ValueError(str(self))
+    def __init__(self, value, wrong: str):
+        super().__init__(__value__=value)
+        self.wrong = wrong
+
+    def __getitem__(self, key):
+        raise ValueError(self.wrong)
+
+    def __str__(self):
+        return str(dict.get(self, "__value__"))
+
+    __format__ = object.__format__
 
 
-def strict_inputs(json_data: dict) -> dict:
-    """ComfyUI's on_prompt handler: each Scope node's raw boolean and number inputs, as sent."""
-    for node in (json_data.get("prompt") or {}).values():
-        if not isinstance(node, dict) or node.get("class_type") != NODE_ID:
+def _checked(name: str, value):
+    """``value`` as the Scope reads it (booleans sent as text, whole numbers sent as floats), or an
+    _Invalid saying what is wrong with it."""
+    if name in BOOLEANS and isinstance(value, str) and value.lower() in ("true", "false"):
+        value = value.lower() == "true"
+    elif name in WHOLE_NUMBERS and isinstance(value, float) and value.is_integer():
+        value = int(value)
+    wrong = problem(name, value)
+    return _Invalid(value, wrong) if wrong else value
+
+
+def strict_inputs(json_data):
+    """ComfyUI's on_prompt handler: each Scope node's raw inputs, as sent, checked before ComfyUI
+    converts them; one that is wrong fails ComfyUI's validation under its own name (_Invalid). The
+    kernel is the node's validate_inputs' (a kernel of another machine is valid). Never raises:
+    a body that is not a prompt is ComfyUI's to answer."""
+    prompt = json_data.get("prompt") if isinstance(json_data, dict) else None
+    if not isinstance(prompt, dict):
+        return json_data
+    for node in prompt.values():
+        inputs = node.get("inputs") if isinstance(node, dict) and node.get("class_type") == NODE_ID else None
+        if not isinstance(inputs, dict):
             continue
-        inputs = node.get("inputs") or {}
         for name, value in list(inputs.items()):
-            default = getattr(Settings, name, None)
-            if isinstance(value, list) or name not in TOOLTIPS or isinstance(default, str) or default is None:
-                continue  # a link, the model, or a name (validate_inputs checks names)
-            if isinstance(default, bool):
-                if isinstance(value, str) and value.lower() in ("true", "false"):
-                    inputs[name] = value.lower() == "true"
-                elif not isinstance(value, bool):
-                    inputs[name] = _Invalid(f"{name} must be true or false, got {value!r}")
-            elif isinstance(value, bool) or not isinstance(value, (int, float)) or (
-                    isinstance(default, int) and not float(value).is_integer()):
-                kind = "a whole number" if isinstance(default, int) else "a number"
-                inputs[name] = _Invalid(f"{name} must be {kind}, got {value!r}")
+            if isinstance(value, dict) and "__value__" in value:  # ComfyUI's own wrapping of a value
+                value = value["__value__"]
+            if name in TOOLTIPS and name not in ("model", "kernel") and not isinstance(value, list):  # a link
+                inputs[name] = _checked(name, value)
+        start, end = inputs.get("start_percent"), inputs.get("end_percent")
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (start, end)) and start > end:
+            inputs["start_percent"] = _Invalid(start, order_problem(start, end))
     return json_data
 
 
@@ -132,13 +157,13 @@ class SageAttentionScope(io.ComfyNode):
         )
 
     @classmethod
-    def validate_inputs(cls, kernel, routing):
-        """Names are checked here (ComfyUI 0.3.75 checks no V3 combo): any kernel the pack knows is
-        valid (one this machine cannot run falls back to auto when the node runs)."""
-        if kernel not in session().names():
+    def validate_inputs(cls, kernel):
+        """The kernel, the one input checked here (ComfyUI reports the answer under every input this
+        signature names; strict_inputs checks the rest): any kernel the pack knows is valid, one this
+        machine cannot run falls back to auto when the node runs. Naming it here also keeps 0.33 from
+        checking it against this machine's choices."""
+        if not isinstance(kernel, str) or kernel not in session().names():
             return f"kernel {kernel!r} is unknown; on this machine: {', '.join(kernel_choices())}"
-        if routing not in ROUTINGS:
-            return f"routing {routing!r} is unknown; valid: {', '.join(ROUTINGS)}"
         return True
 
     @classmethod

@@ -13,6 +13,34 @@ MAX_SEQ_LEN = 1 << 22
 # ~0.2 ms any SageAttention call costs (launches, quantisation); InvokeAI's RTX 4090 floor (1536/512)
 # is at or above it. Above it, measured routing decides per shape and GPU.
 AUTO_FLOOR = (1024, 512)
+BOOLEANS = ("enabled", "first_call_check", "smooth_k")
+WHOLE_NUMBERS = {"min_seq_len": (0, MAX_SEQ_LEN), "first_blocks": (-1, 1000), "last_blocks": (-1, 1000)}
+FRACTIONS = ("start_percent", "end_percent")
+
+
+def problem(name: str, value) -> str | None:
+    """What is wrong with ``value`` for the Settings field ``name``, in one sentence naming the value
+    and what is allowed; None if nothing is. (The Scope node checks each input with it as the prompt
+    is queued: nodes/scope.py.)"""
+    if name in BOOLEANS:
+        return None if isinstance(value, bool) else f"{name} must be true or false, got {value!r}"
+    if name in WHOLE_NUMBERS:
+        low, high = WHOLE_NUMBERS[name]
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            return f"{name} must be a whole number from {low} to {high}, got {value!r}"
+    elif name in FRACTIONS:  # NaN fails the comparison, infinity the range
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+            return f"{name} must be a number from 0.0 to 1.0, got {value!r}"
+    elif name == "kernel":
+        if not isinstance(value, str) or not value:
+            return f"kernel must be 'auto' or a kernel name, got {value!r}"
+    elif name == "routing" and (not isinstance(value, str) or value not in ROUTINGS):
+        return f"routing must be one of {', '.join(ROUTINGS)}, got {value!r}"
+    return None
+
+
+def order_problem(start_percent, end_percent) -> str:
+    return f"start_percent ({start_percent}) must not be above end_percent ({end_percent})"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,22 +57,12 @@ class Settings:
     last_blocks: int = -1
 
     def __post_init__(self):
-        for name in ("enabled", "first_call_check", "smooth_k"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{name} must be true or false, got {getattr(self, name)!r}")
-        for name, low, high in (("min_seq_len", 0, MAX_SEQ_LEN), ("first_blocks", -1, 1000), ("last_blocks", -1, 1000)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise ValueError(f"{name} must be a whole number from {low} to {high}, got {value!r}")
-        for name, value in (("start_percent", self.start_percent), ("end_percent", self.end_percent)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must be a number from 0.0 to 1.0, got {value!r}")
+        for field in dataclasses.fields(self):
+            wrong = problem(field.name, getattr(self, field.name))
+            if wrong:
+                raise (TypeError if field.name in BOOLEANS else ValueError)(wrong)
         if self.start_percent > self.end_percent:
-            raise ValueError(f"start_percent ({self.start_percent}) must not be above end_percent ({self.end_percent})")
-        if not isinstance(self.kernel, str) or not self.kernel:
-            raise ValueError(f"kernel must be 'auto' or a kernel name, got {self.kernel!r}")
-        if self.routing not in ROUTINGS:
-            raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}, got {self.routing!r}")
+            raise ValueError(order_problem(self.start_percent, self.end_percent))
 
     def floors(self) -> tuple[int, int]:
         """(query, key) lengths below which a call stays on SDPA."""

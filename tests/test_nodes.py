@@ -5,7 +5,7 @@ import logging
 import pytest
 import torch
 
-from sage_attention_scope.nodes.scope import SageAttentionScope, scoped_model
+from sage_attention_scope.nodes.scope import SageAttentionScope, _Invalid, scoped_model, strict_inputs
 from sage_attention_scope.nodes.status import SageAttentionStatus, payload, render
 from sas_harness import ROOT
 from sas_harness import host as sas_host
@@ -65,6 +65,33 @@ def test_without_a_kernel_the_node_passes_the_model_through_and_says_why(session
 def test_bad_inputs_are_refused_clearly(session, name, bad):
     with pytest.raises(ValueError, match=f"{name} must be a (whole )?number from"):
         scoped_model(tiny_flux(), **{name: bad})
+
+
+@pytest.mark.parametrize("body", [[], None, "x", 42, 1.5, {}, {"prompt": ["x"]}, {"prompt": "x"}, {"prompt": None},
+                                  {"prompt": {"2": None}}, {"prompt": {"2": ["x"]}}, {"prompt": {"2": {}}},
+                                  {"prompt": {"2": {"class_type": "SageAttentionScope", "inputs": ["x"]}}},
+                                  {"prompt": {"2": {"class_type": "SageAttentionScope", "inputs": None}}}],
+                         ids=repr)
+def test_the_prompt_hook_hands_back_what_is_no_prompt_unchanged(body):
+    assert strict_inputs(body) is body
+
+
+def test_the_prompt_hook_reads_or_marks_each_raw_input():
+    inputs = {"model": ["1", 0], "enabled": "TRUE", "kernel": "anything", "min_seq_len": 10 ** 400,
+              "first_call_check": {"__value__": "false"}, "smooth_k": "no", "routing": "always",
+              "start_percent": float("nan"), "end_percent": 1, "first_blocks": 2.0, "last_blocks": [3, 0],
+              "other": "kept"}
+    strict_inputs({"prompt": {"2": {"class_type": "SageAttentionScope", "inputs": inputs}}})
+    wrong = {name: value.wrong for name, value in inputs.items() if isinstance(value, _Invalid)}
+    assert wrong == {"min_seq_len": f"min_seq_len must be a whole number from 0 to 4194304, got {10 ** 400!r}",
+                     "smooth_k": "smooth_k must be true or false, got 'no'",
+                     "start_percent": "start_percent must be a number from 0.0 to 1.0, got nan"}
+    assert {k: v for k, v in inputs.items() if k not in wrong} == {
+        "model": ["1", 0], "enabled": True, "kernel": "anything", "first_call_check": False, "routing": "always",
+        "end_percent": 1, "first_blocks": 2, "last_blocks": [3, 0], "other": "kept"}
+    with pytest.raises(ValueError, match="smooth_k must be"):  # ComfyUI's unwrapping of a value fails
+        inputs["smooth_k"]["__value__"]
+    assert str(inputs["smooth_k"]) == "no"
 
 
 def test_a_model_that_is_not_a_diffusion_model_is_refused_clearly(session):

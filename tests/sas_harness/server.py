@@ -299,15 +299,19 @@ class Server:
         except urllib.error.HTTPError as exc:
             raise AssertionError(f"POST {path} -> {exc.code}: {exc.read().decode()[:2000]}") from None
 
-    def post_raw(self, path: str, payload: dict) -> tuple[int, dict]:
-        """(HTTP status, JSON body), error statuses included."""
+    def post_raw(self, path: str, payload) -> tuple[int, object]:
+        """(HTTP status, body: its JSON, or its text where it is not JSON), error statuses included."""
         request = urllib.request.Request(self.url + path, data=json.dumps(payload).encode(),
                                          headers={"Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(request, timeout=60) as r:
-                return r.status, json.loads(r.read() or b"null")
+                status, body = r.status, r.read()
         except urllib.error.HTTPError as exc:
-            return exc.code, json.loads(exc.read() or b"null")
+            status, body = exc.code, exc.read()
+        try:
+            return status, json.loads(body or b"null")
+        except ValueError:
+            return status, body.decode(errors="replace")
 
     def run_prompt(self, prompt: dict, timeout_s: float = 120) -> dict:
         """Queues an API-format prompt and returns its /history entry once it is done."""
@@ -325,6 +329,15 @@ class Server:
 
     def tail(self, n: int = 4000) -> str:
         return self.log.read_text(errors="replace")[-n:]
+
+    def log_size(self) -> int:
+        """Where the server's log (stdout and stderr) ends now: log_since(log_size()) is what follows."""
+        return self.log.stat().st_size
+
+    def log_since(self, offset: int) -> str:
+        with open(self.log, "rb") as f:
+            f.seek(offset)
+            return f.read().decode(errors="replace")
 
 
 def _write_input_images(folder: Path, names: list[str]) -> None:
