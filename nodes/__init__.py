@@ -1,4 +1,5 @@
 """ComfyUI nodes of the pack (V3 API). Imported only when ``comfy_api.latest`` exists."""
+import torch
 from comfy_api.latest import ComfyExtension, io
 
 from ..patches import Session
@@ -11,6 +12,11 @@ SESSION = Session(store=routing_store.default_store())
 def session() -> Session:
     """The session the nodes use (read at call time, so a test can hand them its own)."""
     return SESSION
+
+
+def cuda_devices() -> list[torch.device]:
+    """This machine's CUDA GPUs (none without CUDA): where the nodes look for kernels to offer and advise on."""
+    return [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
 
 
 from .scope import SageAttentionScope, strict_inputs  # noqa: E402

@@ -4,12 +4,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-import torch
 from comfy_api.latest import io
 
 from ..patches import Settings, scope_for_family
 from ..patches.settings import BOOLEANS, MAX_SEQ_LEN, ROUTINGS, WHOLE_NUMBERS, order_problem, problem
-from . import session
+from . import cuda_devices, session
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +56,7 @@ def scoped_model(model, **inputs):
 
 def kernel_choices() -> list[str]:
     """``auto`` and the kernels that bind on this machine's GPUs."""
-    devices = [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
-    return session().usable(devices)
+    return session().usable(cuda_devices())
 
 
 def kernel_tooltip(choices: list[str]) -> str:

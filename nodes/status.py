@@ -12,7 +12,7 @@ from comfy_api.latest import io
 
 from ..patches import Fault, Reason, Session, backends, scope
 from ..patches.reasons import COPIED, MASK_DROPPED, NO_BLOCK_POSITIONS, SAGE
-from . import session
+from . import cuda_devices, session
 
 UI_KEY = "sage_attention_status"
 INSTALL_DOCS = "https://github.com/sage-attention-scope/sage-attention-scope/blob/main/docs/user-guide.md#install"
@@ -52,7 +52,7 @@ def payload(state: Session, run_id=None) -> dict[str, Any]:
                           *(k.device for k in state.decisions)})
         return {
             "libraries": {b.module: state.finder.versions(b.module) for b in backends.REGISTRY.values()},
-            "advice": install_advice(state, [torch.device("cuda", i) for i in range(torch.cuda.device_count())]),
+            "advice": install_advice(state, cuda_devices()),
             "generations": state.generations,
             # A checkpoint may choose its attention (``preferred_attention``, which wrap_attn drops before any
             # override): the calls the Scope declines then run ComfyUI's default instead.
