@@ -27,7 +27,8 @@ class MaskKind(str, enum.Enum):
     NONE = "none"
     NOOP = "noop"                # all-true boolean or all-zero additive: changes nothing
     KEY_PADDING = "key_padding"  # the same trailing keys masked out for every query: slicing them off is exact
-    KEY_SUBSET = "key_subset"    # the same keys masked out for every query, not all trailing: gathering the rest is
+    KEY_SUBSET = "key_subset"    # the same keys masked out for every query, not all trailing: gathering the rest
+    #                              is exact
     MASKS = "masks"
 
 
@@ -96,8 +97,8 @@ class Call:
 
     @property
     def copies(self) -> bool:
-        """Whether the kernel gets copies of k/v (grouped-query) or of a tensor not contiguous in its last
-        dimension, rather than views of what ComfyUI handed over."""
+        """Whether the kernel gets copies (k/v repeated for grouped-query heads, a tensor not contiguous in its
+        last dimension, the keys a mask keeps gathered) rather than views of what ComfyUI handed over."""
         return (self.kv_heads != self.heads or any(t.stride(-1) != 1 for t in (self.q, self.k, self.v))
                 or (self.mask is not None and self.mask_kind is MaskKind.KEY_SUBSET))
 
@@ -115,21 +116,29 @@ class Call:
             return (MaskKind.NOOP if bool(mask.all()) else MaskKind.MASKS), self.kv_len
         if not bool(mask.any()):
             return MaskKind.NOOP, self.kv_len
-        keeps = self._keys_kept()
+        keeps = self.keys_kept
         if keeps is None:
             return MaskKind.MASKS, self.kv_len
         kept = int(keeps.sum())
         return (MaskKind.KEY_PADDING if bool(keeps[:kept].all()) else MaskKind.KEY_SUBSET), kept
 
-    def _keys_kept(self) -> Optional[torch.Tensor]:
+    @functools.cached_property
+    def keys_kept(self) -> Optional[torch.Tensor]:
         """Which keys a mask keeps, where it is one row for every query that either keeps a key (0) or masks it
-        out (-inf, or ComfyUI's -finfo.max: no weight left after the softmax); None for any other mask."""
+        out (-inf, or ComfyUI's -finfo.max: no weight left after the softmax); None for any other mask. Read
+        once a call (its tests sync), as ``mask_facts`` and ``views`` both need it."""
         mask = self.mask
         if math.prod(mask.shape[:-1]) != 1 or mask.shape[-1] != self.kv_len:
             return None
         row = mask.reshape(-1)
         keeps = row == 0
         return keeps if bool(keeps.any()) and bool((keeps | (row <= -1e4)).all()) else None
+
+    @functools.cached_property
+    def kept_index(self) -> torch.Tensor:
+        """The positions of the keys a KEY_SUBSET mask keeps (one sync, once a call: the kernel's timed runs
+        reuse it)."""
+        return self.keys_kept.nonzero().flatten()
 
     def sdpa_mask(self) -> Optional[torch.Tensor]:
         """The mask broadcastable to (B, H, Nq, Nkv), as ComfyUI's attention_pytorch gives SDPA; None
@@ -154,8 +163,7 @@ class Call:
         if self.mask is not None and self.mask_kind is MaskKind.KEY_PADDING:
             k, v = (t.narrow(keys_axis, 0, self.mask_facts[1]) for t in (k, v))
         elif self.mask is not None and self.mask_kind is MaskKind.KEY_SUBSET:
-            kept = self._keys_kept().nonzero().flatten()
-            k, v = (t.index_select(keys_axis, kept) for t in (k, v))
+            k, v = (t.index_select(keys_axis, self.kept_index) for t in (k, v))
         q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
         return tuple(t if layout == self.layout else t.transpose(1, 2) for t in (q, k, v))
 
