@@ -75,7 +75,7 @@ def repeats_for(ms: float) -> int:
 def kernel_arms(pack, device) -> dict:
     """Every kernel that binds on ``device``, called directly (plus the output reshape every caller needs)."""
     session = pack.nodes.SESSION
-    found = (session.resolve(name, device).bound for name in session.usable([device])[1:])
+    found = (session.knowledge.kernel(name, device).bound for name in session.knowledge.usable([device])[1:])
     return {bound.name: bound for bound in found if bound is not None}
 
 
@@ -83,7 +83,7 @@ def measure(pack, shapes, device, dtype, kernel="auto", rounds=None, remote=None
     """Per shape, every arm once a round, the rounds in balanced orders (each arm in every place and
     after every other equally often), and each arm's median round."""
     kernels = kernel_arms(pack, device)
-    routed_kernel = pack.nodes.SESSION.resolve(kernel, device).bound
+    routed_kernel = pack.nodes.SESSION.knowledge.kernel(kernel, device).bound
     rows = []
     for label, b, h, nq, nkv, d in shapes:
         q, k, v = inputs(b, h, nq, nkv, d, device, dtype)

@@ -24,7 +24,7 @@ import torch.nn.functional as F  # noqa: E402
 import comfy.model_management  # noqa: E402
 
 from sage_attention_scope.nodes.status import payload
-from sage_attention_scope.patches import Session, Settings, families, scope_for_family, trials  # noqa: E402
+from sage_attention_scope.patches import Session, Settings, checks, families, scope_for_family  # noqa: E402
 from sas_harness.doubles import make_kernel, reference_attention  # noqa: E402
 from sas_harness.families import CASES, Case, bench_model, lacking  # noqa: E402
 from sas_harness.host import comfyui_version  # noqa: E402
@@ -45,7 +45,7 @@ class Probe:
         hnd = (lambda t: t) if layout == "HND" else (lambda t: t.transpose(1, 2))
         qf, kf, vf = (hnd(t).float() for t in (q, k, v))
         ref = F.scaled_dot_product_attention(qf, kf, vf, attn_mask=call.sdpa_mask(), scale=call.scale)
-        cosine, rel_l2, finite = trials.compare(hnd(out), ref)
+        cosine, rel_l2, finite = checks.compare(hnd(out), ref)
         self.rows.append({"q": list(qf.shape), "kv_len": kf.shape[2], "cosine": cosine, "rel_l2": rel_l2,
                           "finite": finite})
         return out
@@ -54,9 +54,9 @@ class Probe:
 def probe_backend(session, device, kernel: str):
     """The backend ``kernel`` binds on ``device`` (the reference double on a CPU), its adapter probed."""
     if device.type == "cuda":
-        bound = session.resolve(kernel, device).bound
+        bound = session.knowledge.kernel(kernel, device).bound
         if bound is None:
-            raise SystemExit(f"no kernel {kernel} on {device}: {session.resolve(kernel, device).why}")
+            raise SystemExit(f"no kernel {kernel} on {device}: {session.knowledge.kernel(kernel, device).why}")
         backend, fn = bound.backend, bound.fn
     else:
         backend, fn = make_kernel("reference", reference_attention), reference_attention
@@ -67,7 +67,7 @@ def probe_backend(session, device, kernel: str):
 def run_family(case: Case, small: bool, device, dtype, kernel: str) -> dict:
     session = Session(store=None)
     backend, probe = probe_backend(session, device, kernel)
-    session.add_backend(backend)
+    session.knowledge.add_backend(backend)
     model, conditioning, latent_hw, channels, latent = bench_model(case.family, None, "reduced", small, dtype, device)
     try:
         settings = Settings(kernel=PROBE, min_seq_len=case.min_seq_len if small else 1024, routing="always")
@@ -112,7 +112,7 @@ def main(argv=None):
     device = torch.device("cuda:0" if torch.cuda.is_available() and not args.small else "cpu")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     if device.type == "cuda":
-        bound = Session(store=None).resolve(args.kernel, device).bound
+        bound = Session(store=None).knowledge.kernel(args.kernel, device).bound
         what = (f"{torch.cuda.get_device_name(device)}, ComfyUI {comfyui_version()}, torch {torch.__version__}, "
                 f"kernel {bound.name if bound else None}, {bound.version if bound else ''}")
     else:

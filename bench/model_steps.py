@@ -88,7 +88,7 @@ def run_model(pack, family, size, args, device, dtype, remote=None) -> dict:
     gens = Generations(pack, family, size, args.depth, args.small, dtype, device, arms)
     print(f"{family}{f' {size}²' if size else ''}: model built in {time.perf_counter() - started:.1f} s (apart from "
           f"every step)", flush=True)
-    bound = pack.nodes.SESSION.resolve(args.kernel, device).bound if device.type == "cuda" else None
+    bound = pack.nodes.SESSION.knowledge.kernel(args.kernel, device).bound if device.type == "cuda" else None
     if bound is not None:
         gens.arms["blind"] = blind(bound, gens.arms["no node"])
     runners = {name: (lambda name: lambda ref: gens.run(name, args.steps))(name) for name in gens.arms}

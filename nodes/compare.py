@@ -9,9 +9,8 @@ import math
 import torch
 from comfy_api.latest import io, ui
 
-from ..patches import scope
+from ..patches import sampling
 from . import session
-from .status import run_records
 
 UI_KEY = "sage_attention_compare"
 NODE_ID = "SageAttentionCompare"
@@ -170,7 +169,7 @@ def compare(image_a=None, image_b=None, latent_a=None, latent_b=None, label_a=""
         metrics["latent"] = m
         lines.append(f"Latents: relative L2 {m['rel_l2']:.5f}, cosine {m['cosine']:.6f}, "
                      f"max abs difference {m['max_abs_diff']:.4f}")
-    lines += timing_lines(run_records(session(), scope.run_id()))
+    lines += timing_lines(session().ledger.snapshot(sampling.run_id())["run"])
     return out, lines, metrics
 
 

@@ -1,6 +1,6 @@
 """Measured-routing decisions kept between sessions in ComfyUI's user directory
 (``sage_attention_scope/measured_routing.json``; deleting it forgets them), handed to the pack's
-session at load. A saved decision serves only the setup that measured it (``trials.fingerprint``:
+session at load. A saved decision serves only the setup that measured it (``patches.timing.fingerprint``:
 GPU, driver, torch with its CUDA, kernel library), and only once two sessions agreed on it, so a
 transient in one measurement never outlives its session. A store that cannot be read or written is
 said once and ignored."""

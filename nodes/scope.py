@@ -45,9 +45,9 @@ def scoped_model(model, **inputs):
             f"Sage Attention Scope needs a diffusion MODEL (from Load Diffusion Model or Load Checkpoint), "
             f"got {type(model).__name__}. Connect the model output of a loader.")
     settings, state = Settings(**inputs), session()
-    resolution = state.resolve(settings.kernel, model.load_device)
+    resolution = state.knowledge.kernel(settings.kernel, model.load_device)
     if settings.kernel != "auto" and resolution.bound is None:
-        state.resolve(settings.kernel, model.load_device, note=True)
+        state.use_kernel(settings.kernel, model.load_device)
         log.warning("Sage Attention Scope: kernel %s cannot run here (%s); using auto.", settings.kernel,
                     resolution.why)
         settings = dataclasses.replace(settings, kernel="auto")
@@ -56,12 +56,12 @@ def scoped_model(model, **inputs):
 
 def kernel_choices() -> list[str]:
     """``auto`` and the kernels that bind on this machine's GPUs."""
-    return session().usable(cuda_devices())
+    return session().knowledge.usable(cuda_devices())
 
 
 def kernel_tooltip(choices: list[str]) -> str:
     """The kernel input's help: what each choice offered here is, in words."""
-    kernels = [f"{name}: {session().backend(name).label}" for name in choices[1:]]
+    kernels = [f"{name}: {session().knowledge.backend(name).label}" for name in choices[1:]]
     return TOOLTIPS["kernel"] + ("\n" + "\n".join(kernels) if kernels else
                                  " No kernel is usable on this machine (no CUDA GPU, or no kernel library "
                                  "installed for it): the Scope keeps SDPA; Status says what to install.")
@@ -160,7 +160,7 @@ class SageAttentionScope(io.ComfyNode):
         signature names; strict_inputs checks the rest): any kernel the pack knows is valid, one this
         machine cannot run falls back to auto when the node runs. Naming it here also keeps 0.33 from
         checking it against this machine's choices."""
-        if not isinstance(kernel, str) or kernel not in session().names():
+        if not isinstance(kernel, str) or kernel not in session().knowledge.names():
             return f"kernel {kernel!r} is unknown; on this machine: {', '.join(kernel_choices())}"
         return True
 

@@ -2,36 +2,36 @@
 the session, as text and as a UI payload (web/js/status.js renders it)."""
 from __future__ import annotations
 
-import collections
 import dataclasses
 import importlib
-from typing import Any, Optional
+from typing import Any
 
 import torch
 from comfy_api.latest import io
 
-from ..patches import Fault, Reason, Session, backends, scope
-from ..patches.reasons import COPIED, MASK_DROPPED, NO_BLOCK_POSITIONS, SAGE
+from ..patches import Reason, Session, backends, sampling
+from ..patches.ledger import Tally
 from . import cuda_devices, session
 
 UI_KEY = "sage_attention_status"
 INSTALL_DOCS = "https://github.com/sage-attention-scope/sage-attention-scope/blob/main/docs/user-guide.md#install"
-HAVE = {  # what ``auto`` found, where it is not SageAttention 2; figures: docs/measured.md (H200)
+MEASURED_DOCS = "https://github.com/sage-attention-scope/sage-attention-scope/blob/main/docs/measured.md"
+HAVE = {  # what ``auto`` found, where it is not SageAttention 2; what was measured: MEASURED_DOCS
     None: "no kernel it can use",
-    "sage1_triton": "only SageAttention 1 (PyPI 1.0.x), slower than SDPA at every shape measured on an H200 and "
-                    "wrong at short keys (the first-call check keeps those on SDPA)",
-    "kitchen_int8": "only comfy-kitchen INT8: accurate, but slower than SDPA at every shape measured on an H200 (GPUs "
-                    "whose INT8 runs at twice FP16 may gain: measured routing finds where)"}
+    "sage1_triton": "only SageAttention 1 (PyPI 1.0.x), which measured routing rarely finds faster than SDPA and "
+                    "which is wrong at short keys (the first-call check keeps those on SDPA)",
+    "kitchen_int8": "only comfy-kitchen INT8: accurate, and used only where measured routing times it faster than "
+                    "SDPA (GPUs whose INT8 runs at twice FP16 gain most)"}
 
 
 def install_advice(state: Session, devices: list[torch.device]) -> list[str]:
-    """What to install, per GPU where ``auto`` has no SageAttention 2 (which pays on an H200 from about
-    12k tokens a call, at fewer on consumer GPUs): what it found and what this GPU would need."""
+    """What to install, per GPU where ``auto`` has no SageAttention 2 (which pays at long sequences: see
+    MEASURED_DOCS): what it found and what this GPU would need."""
     if not devices:
         return [f"No CUDA GPU here: every call stays on SDPA (the kernels need an NVIDIA GPU). Install: {INSTALL_DOCS}"]
-    advice = []
+    advice, knowledge = [], state.knowledge
     for device in devices:
-        capability, found = state.finder.capability(device), state.resolve("auto", device)
+        capability, found = knowledge.finder.capability(device), knowledge.kernel("auto", device)
         name = found.bound and found.bound.name
         if name not in HAVE:
             continue
@@ -43,54 +43,36 @@ def install_advice(state: Session, devices: list[torch.device]) -> list[str]:
 
 
 def payload(state: Session, run_id=None) -> dict[str, Any]:
-    """What the session knows, as plain data. ``run``: the models of run ``run_id`` (the prompt),
-    empty where that prompt scoped none."""
-    def of(device, items):
-        return [item for item in items if item.key.device == device]
-    with state.lock:
-        devices = sorted({*state.totals, *state.retired, *state.kernel_lines, *(k.device for k in state.checks),
-                          *(k.device for k in state.decisions)})
-        return {
-            "libraries": {b.module: state.finder.versions(b.module) for b in backends.REGISTRY.values()},
-            "advice": install_advice(state, cuda_devices()),
-            "generations": state.generations,
-            # A checkpoint may choose its attention (``preferred_attention``, which wrap_attn drops before any
-            # override): the calls the Scope declines then run ComfyUI's default instead.
-            "preferred_attention": hasattr(importlib.import_module("comfy.ldm.modules.attention"), "ComfyAttention"),
-            "last_ms": {"sampling": state.last_ms[0], "timing": state.last_ms[1]},
-            "run": run_records(state, run_id),
-            "models": [{"model": label, "note": note} for label, note in state.models.items()],
-            "devices": {d: {
-                "kernels": dict(state.kernel_lines.get(d, {})), "retired": state.retired.get(d),
-                "session": counters(state.totals.get(d)), "last_generation": counters(state.last.get(d)),
-                "checks": [dataclasses.asdict(r) | {"key": r.key.label()} for r in of(d, state.checks.values())],
-                "routing": [{"bucket": m.key.label(), "kernel": m.key.kernel, "sage_ms": m.sage_ms,
-                             "sdpa_ms": m.sdpa_ms, "use_sage": m.use_sage, "text": m.describe(),
-                             "calls_last": _bucket_calls(state.last.get(d), m.key),
-                             "calls_session": _bucket_calls(state.totals.get(d), m.key)}
-                            for m in of(d, state.decisions.values())]} for d in devices}}
-
-
-def run_records(state: Session, run_id=None) -> list[dict]:
-    """The models of run ``run_id`` (the prompt), empty where that prompt scoped none."""
-    with state.lock:
-        run = state.run if run_id is None or run_id == state.run_id else {}
-        return [{"model": label, "note": r["note"], "sampling_ms": r["sampling_ms"], "timing_ms": r["timing_ms"],
-                 "devices": {d: counters(c) for d, c in r["counts"].items()}} for label, r in run.items()]
-
-
-def counters(counts: Optional[collections.Counter]) -> dict[str, Any]:
-    """A device's counters in the payload's shape."""
-    counts = counts or collections.Counter()
-    sdpa = dict(sorted((r.value, n) for r, n in counts.items() if isinstance(r, Reason) and n))
-    return {"sage": counts[SAGE], "sdpa": sdpa, "sdpa_total": sum(sdpa.values()),
-            "faults": dict(sorted((f.value, n) for f, n in counts.items() if isinstance(f, Fault) and n)),
-            "masks_dropped": counts[MASK_DROPPED], "copied": counts[COPIED],
-            "no_block_positions": counts[NO_BLOCK_POSITIONS]}
-
-
-def _bucket_calls(counts: Optional[collections.Counter], bucket) -> int:
-    return sum(n for key, n in (counts or {}).items() if isinstance(key, tuple) and key[0] == bucket)
+    """What the session knows and reports, as plain data: the ledger's snapshot with, per device, the
+    knowledge's checks and routing decisions. ``run``: the models of run ``run_id`` (the prompt), empty
+    where that prompt scoped none."""
+    reported, known = state.ledger.snapshot(run_id), state.knowledge.snapshot()
+    empty = {"kernels": {}, "session": Tally().as_dict(), "last_generation": Tally().as_dict(),
+             "bucket_calls": {"last": {}, "session": {}}}
+    devices = {}
+    for device in sorted({*reported["devices"], *known}):
+        counts = reported["devices"].get(device, empty)
+        learned = known.get(device, {"retired": None, "checks": [], "decisions": []})
+        devices[device] = {
+            "kernels": counts["kernels"], "retired": learned["retired"],
+            "session": counts["session"], "last_generation": counts["last_generation"],
+            "checks": [dataclasses.asdict(r) | {"key": r.key.describe()} for r in learned["checks"]],
+            "routing": [{"bucket": m.key.describe(), "kernel": m.key.kernel, "sage_ms": m.sage_ms,
+                         "sdpa_ms": m.sdpa_ms, "use_sage": m.use_sage, "text": m.describe(),
+                         "calls_last": counts["bucket_calls"]["last"].get(m.key.with_kernel(), 0),
+                         "calls_session": counts["bucket_calls"]["session"].get(m.key.with_kernel(), 0)}
+                        for m in learned["decisions"]]}
+    return {
+        "libraries": {b.module: state.knowledge.finder.versions(b.module) for b in backends.REGISTRY.values()},
+        "advice": install_advice(state, cuda_devices()),
+        "generations": reported["generations"],
+        # A checkpoint may choose its attention (``preferred_attention``, which wrap_attn drops before any
+        # override): the calls the Scope declines then run ComfyUI's default instead.
+        "preferred_attention": hasattr(importlib.import_module("comfy.ldm.modules.attention"), "ComfyAttention"),
+        "last_ms": reported["last_ms"],
+        "run": reported["run"],
+        "models": reported["models"],
+        "devices": devices}
 
 
 def _counts_lines(counts: dict, head: str, indent: str) -> list[str]:
@@ -177,8 +159,8 @@ class SageAttentionStatus(io.ComfyNode):
 
     @classmethod
     def execute(cls, after=None, reset_counters=False) -> io.NodeOutput:
-        snap = payload(session(), scope.run_id())
+        snap = payload(session(), sampling.run_id())
         text = render(snap)
         if reset_counters:
-            session().reset_counters()
+            session().ledger.reset()
         return io.NodeOutput(text, ui={"text": [text], UI_KEY: [snap]})

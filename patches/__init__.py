@@ -1,6 +1,6 @@
 """The scope engine. Imports torch only; ComfyUI is imported where a model is scoped."""
-from . import backends, scope, trials  # noqa: F401 - the package's public names
+from . import backends, checks, sampling, timing  # noqa: F401 - the package's public names
 from .reasons import Fault, Reason  # noqa: F401
-from .scope import apply_scope, router_of, scope_for_family  # noqa: F401
+from .sampling import apply_scope, router_of, scope_for_family  # noqa: F401
 from .session import Session  # noqa: F401
 from .settings import KERNEL_AUTO, ROUTING_ALWAYS, ROUTING_MEASURED, Settings  # noqa: F401

@@ -21,6 +21,17 @@ from typing import Any, Optional
 import torch
 
 HND, NHD = "HND", "NHD"
+POSITIONAL = ("q", "k", "v", "heads", "mask")  # wrap_attn's positional arguments; the rest come by keyword
+
+
+def comfy_arguments(args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """An attention call's arguments by name, as ``wrap_attn`` hands them to an override."""
+    return dict(zip(POSITIONAL, args), **kwargs)
+
+
+def allows_low_precision(arguments: dict[str, Any]) -> bool:
+    """False only where the model opted out (``low_precision_attention=False``, newer ComfyUI)."""
+    return arguments.get("low_precision_attention", True) is not False
 
 
 class MaskKind(str, enum.Enum):
@@ -54,7 +65,7 @@ class Call:
     @classmethod
     def from_comfy(cls, args: tuple, kwargs: dict[str, Any]) -> Optional["Call"]:
         """The call's facts, or None for arguments in a form no kernel takes (not tensors)."""
-        a = dict(zip(("q", "k", "v", "heads", "mask"), args), **kwargs)
+        a = comfy_arguments(args, kwargs)
         q, k, v, heads, hnd = a.get("q"), a.get("k"), a.get("v"), a.get("heads"), bool(a.get("skip_reshape"))
         if not all(isinstance(t, torch.Tensor) and t.ndim >= 2 for t in (q, k, v)) or not isinstance(heads, int):
             return None
@@ -64,7 +75,7 @@ class Call:
         block = ((options.get("block_type", ""), options.get("block_index", 0), options["total_blocks"])
                  if isinstance(options.get("total_blocks"), int) else None)
         return cls(q, k, v, heads, a.get("mask"), hnd, bool(a.get("skip_output_reshape")), a.get("scale"),
-                   a.get("low_precision_attention", True) is not False, bool(a.get("enable_gqa")), block,
+                   allows_low_precision(a), bool(a.get("enable_gqa")), block,
                    HND if hnd else NHD, q.dtype if q.dtype == k.dtype == v.dtype else None, q.shape[-2], k.shape[-2],
                    q.shape[-1] if hnd else q.shape[-1] // max(heads, 1))
 

@@ -13,6 +13,8 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
+from .call import allows_low_precision, comfy_arguments
+
 _ROUTERS: "weakref.WeakValueDictionary[str, object]" = weakref.WeakValueDictionary()
 # One op per copy of the pack in the process (ComfyUI loading a second one must not take this one's over).
 OP_NAME = "attention_" + re.sub(r"\W", "_", __name__.rpartition(".patches.")[0])
@@ -25,11 +27,11 @@ def register(router) -> str:
 
 def trace(router, func, args: tuple, kwargs: dict):
     """While Dynamo traces: the call as the op (``__name__``: Dynamo has no ``__qualname__`` here)."""
-    a = dict(zip(("q", "k", "v", "heads", "mask"), args), **kwargs)
+    a = comfy_arguments(args, kwargs)
     precision = str(a.get("attn_precision") or "").removeprefix("torch.")
     return getattr(torch.ops.sage_attention_scope, OP_NAME)(
         a["q"], a["k"], a["v"], a.get("mask"), int(a["heads"]), bool(a.get("skip_reshape")),
-        bool(a.get("skip_output_reshape")), a.get("scale"), a.get("low_precision_attention", True) is not False,
+        bool(a.get("skip_output_reshape")), a.get("scale"), allows_low_precision(a),
         bool(a.get("enable_gqa")), precision, f"{func.__module__}:{func.__name__}", router.key)
 
 

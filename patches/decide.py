@@ -1,6 +1,6 @@
 """The one decision, pure: may this call run on the kernel, and if not, why not. It reads the call's
-facts, the backend's declaration, the settings and what the run knows, and writes nothing; the
-eager override and the compiled path's op both ask it."""
+facts, the backend's declaration, the settings, what the pack knows about the machine and what the
+generation knows, and writes nothing; the eager override and the compiled path's op both ask it."""
 from __future__ import annotations
 
 from typing import Optional
@@ -9,9 +9,12 @@ import torch
 
 from .backends import Backend
 from .call import Call, MaskKind
+from .checks import CheckKey
+from .generation import Generation
+from .knowledge import Knowledge
 from .reasons import Reason
 from .settings import ROUTING_MEASURED, Settings
-from .trials import BucketKey, CheckKey, bucket
+from .timing import BucketKey, bucket
 
 SHORT_KEYS = 512  # accuracy depends on the key length too (1.0.6: wrong at 77 keys, right at 4k)
 
@@ -26,11 +29,13 @@ def bucket_key(call: Call, backend: Backend) -> BucketKey:
                      bucket(call.kv_len))
 
 
-def decide(call: Call, backend: Optional[Backend], settings: Settings, state) -> Optional[Reason]:
-    """None: run the kernel; else the Reason the call stays on SDPA. ``state`` is what the run knows
-    (a ``session.Generation``: ``retired``, ``checks``, ``decisions``, ``oom``, ``in_steps``). The
-    call's own arguments are ruled on first (cheapest first), then the windows, the device's and
-    kernel's record, the mask (its test costs a sync), and measured routing."""
+def decide(call: Call, backend: Optional[Backend], settings: Settings, knowledge: Knowledge,
+           generation: Generation) -> Optional[Reason]:
+    """None: run the kernel; else the Reason the call stays on SDPA. ``knowledge`` says what the pack
+    learned about the machine (retired devices, checks, measured decisions), ``generation`` what this
+    run knows (``oom``, ``in_steps``). The call's own arguments are ruled on first (cheapest first),
+    then the windows, the device's and kernel's record, the mask (its test costs a sync), and measured
+    routing."""
     floor_q, floor_kv = settings.floors()
     if not settings.enabled:
         return Reason.DISABLED
@@ -48,7 +53,7 @@ def decide(call: Call, backend: Optional[Backend], settings: Settings, state) ->
         return Reason.HEAD_DIM
     if call.scale is not None and not backend.custom_scale and abs(call.scale - call.head_dim ** -0.5) > 1e-6:
         return Reason.SCALE
-    if not state.in_steps:
+    if not generation.in_steps:
         return Reason.OUTSIDE_STEPS
     if call.block is not None:  # blocks kept at each end of the block type: the user's, else the kernel's
         first, last = (own if own >= 0 else default for own, default in
@@ -56,18 +61,18 @@ def decide(call: Call, backend: Optional[Backend], settings: Settings, state) ->
         if call.block[1] < first or call.block[1] >= call.block[2] - last:
             return Reason.OUTSIDE_BLOCKS
     device = str(call.device)
-    if device in state.retired:
+    if knowledge.retired_why(device) is not None:
         return Reason.DEVICE_RETIRED
-    if device in state.oom:
+    if device in generation.oom:
         return Reason.OOM_EARLIER
-    check = state.checks.get(check_key(call, backend))
+    check = knowledge.check(check_key(call, backend))
     if check is not None and not check.passed:
         return Reason.CHECK_FAILED
     if call.mask is not None and call.mask_kind is MaskKind.MASKS and not (
             backend.masks and (call.mask.dtype == torch.bool or call.mask.is_floating_point())):  # as SDPA takes them
         return Reason.MASK  # (a no-op mask is dropped; a key-padding mask's keys are sliced off)
     if settings.routing == ROUTING_MEASURED:
-        measured = state.decisions.get(bucket_key(call, backend))
+        measured = knowledge.decision(bucket_key(call, backend))
         if measured is not None and not measured.use_sage:
             return Reason.MEASURED_SLOWER
     return None

@@ -1,15 +1,10 @@
-"""What became of an attention call. A generation counts, per device, ``SAGE``, a ``Reason``, a
-``Fault``, ``MASK_DROPPED``, ``COPIED`` (calls whose q/k/v the kernel got as copies: call.Call.copies),
-``NO_BLOCK_POSITIONS`` (calls a block window could not place) and a
-shape bucket's (``BucketKey``, the route it took) pairs."""
+"""Why an attention call stayed on SDPA (``Reason``) and how a kernel failed (``Fault``); a generation
+counts both per device (ledger.Tally)."""
 from __future__ import annotations
 
 import enum
 
 import torch
-
-SAGE, MASK_DROPPED, COPIED, NO_BLOCK_POSITIONS = "sage", "masks_dropped", "copied", "no_block_positions"
-
 
 class Reason(str, enum.Enum):
     """Why a call stayed on PyTorch SDPA: a stable key (status payload, docs) and its label."""
@@ -21,6 +16,7 @@ class Reason(str, enum.Enum):
 
     DISABLED = "disabled", "scope disabled"
     OUTSIDE_SCOPE = "outside_scope", "called outside the sampling scope"
+    NOT_TENSORS = "not_tensors", "arguments no kernel takes (q, k, v not tensors)"
     TOO_SHORT = "too_short", "query or key shorter than the minimum sequence length"
     NOT_CUDA = "not_cuda", "tensors not on a CUDA device"
     NO_KERNEL = "no_kernel", "no attention kernel for this GPU"

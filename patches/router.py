@@ -1,7 +1,9 @@
 """The override ComfyUI's ``wrap_attn`` calls for every attention call of a scoped model, as
 ``override(func, *args, **kwargs)``: ``func(*args, **kwargs)`` is what ComfyUI would have run (SDPA).
-The router reads the call's facts, asks ``decide``, runs the kernel or ``func`` (through an override
-that was there before the Scope, if any) and counts which; only while its scope is open (scope.py)."""
+The router reads the call's facts, asks ``decide``, counts the route, and runs the kernel or ``func``
+(through an override that was there before the Scope, if any); only while a generation is open
+(sampling.py). On the kernel, the first call of a kind is checked against SDPA and a shape bucket is
+timed once (measured routing); a kernel that fails hands the call to SDPA."""
 from __future__ import annotations
 
 import importlib
@@ -11,12 +13,17 @@ from typing import Callable, Optional
 
 import torch
 
-from . import compiled, trials
+from . import compiled
+from .backends import Bound
 from .call import Call, MaskKind
+from .checks import CheckKey, judge
 from .decide import bucket_key, check_key, decide
-from .reasons import COPIED, MASK_DROPPED, NO_BLOCK_POSITIONS, SAGE, Fault, Reason, classify, describe
-from .session import Generation, Session
+from .generation import Generation
+from .ledger import SDPA_ROUTE, Tally
+from .reasons import Fault, Reason, classify, describe
+from .session import Session
 from .settings import ROUTING_MEASURED, Settings
+from .timing import BucketKey
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +35,9 @@ class Router:
     """One per scoped model; shared, not copied, when ComfyUI deep-copies model options."""
 
     def __init__(self, settings: Settings, session: Session, previous: Optional[Callable] = None, family=None,
-                 label: str = ""):
-        self.settings, self.session, self.previous, self.family, self.label = settings, session, previous, family, label
+                 model_label: str = ""):
+        self.settings, self.session, self.previous = settings, session, previous
+        self.family, self.model_label = family, model_label
         self.local = threading.local()  # .generation: the run open on this thread
         self.key = compiled.register(self)
 
@@ -44,7 +52,9 @@ class Router:
         if _tracing():
             return compiled.trace(self, func, args, kwargs)
         call = Call.from_comfy(args, kwargs)
-        return self.through(func, args, kwargs) if self.declines(call) else self.run(call, func, args, kwargs)
+        reason = self.decline_reason(call)
+        self.count(call, reason)
+        return self.through(func, args, kwargs) if reason is not None else self.run(call, func, args, kwargs)
 
     def container_function(self, q, k, v, heads, *rest, **kwargs):
         """Newer ComfyUI's ``wrap_attn`` calls this, without ``func``, where q, k, v come in single-owner
@@ -52,92 +62,123 @@ class Router:
         module's ``optimized_attention``, so that each is consumed exactly once."""
         comfy_attention = getattr(importlib.import_module(type(q).__module__), "optimized_attention")
         call = Call.from_comfy((q.peek(), k.peek(), v.peek(), heads, *rest), kwargs)
-        declined = self.declines(call)
-        if declined and self.previous is None:
+        reason = self.decline_reason(call)
+        self.count(call, reason)
+        if reason is not None and self.previous is None:
             return comfy_attention(q, k, v, heads, *rest, **kwargs)
         args = (q.take(), k.take(), v.take(), heads, *rest)
-        if declined:
+        if reason is not None:
             return self.previous(comfy_attention, *args, **kwargs)
         return self.run(call, comfy_attention, args, kwargs)
 
-    def declines(self, call: Optional[Call]) -> bool:
-        """Whether the call stays on SDPA: decided and, where it does, counted."""
+    def bound(self, device: torch.device) -> Optional[Bound]:
+        """The kernel this router's choice binds on ``device``, or None."""
+        return self.session.use_kernel(self.settings.kernel, device).bound
+
+    def decline_reason(self, call: Optional[Call]) -> Optional[Reason]:
+        """Why ``call`` stays on SDPA, or None where the kernel takes it. Counts nothing."""
         generation = self.generation
-        if generation is None or call is None:
-            if generation is None:
-                with self.session.lock:
-                    self.session.totals[str(call.device) if call else "unknown"][Reason.OUTSIDE_SCOPE] += 1
-            return True
-        device, bound = str(call.device), self.resolve(call.device)
-        if call.block is None and max(self.settings.first_blocks, self.settings.last_blocks) > 0:
-            generation.counts[device][NO_BLOCK_POSITIONS] += 1  # a block window it cannot apply: said in the status
-        reason = decide(call, bound and bound.backend, self.settings, generation)
+        if generation is None:
+            return Reason.OUTSIDE_SCOPE
+        if call is None:
+            return Reason.NOT_TENSORS
+        bound = self.bound(call.device)
+        return decide(call, bound and bound.backend, self.settings, self.session.knowledge, generation)
+
+    def count(self, call: Optional[Call], reason: Optional[Reason]) -> None:
+        """Counts the route ``decline_reason`` gave the call: a declined call by its reason (on the
+        session's totals outside a generation); a call the kernel takes is counted by ``run``."""
+        device = str(call.device) if call is not None else "unknown"
+        if reason is Reason.OUTSIDE_SCOPE:
+            self.session.ledger.count_outside_scope(device)
+            return
+        generation = self.generation
+        generation.calls_seen += 1
+        tally = generation.tallies[device]
+        if call is not None and call.block is None and max(self.settings.first_blocks, self.settings.last_blocks) > 0:
+            tally.no_block_positions += 1  # a block window it cannot apply: said in the status
         if reason is not None:
-            generation.counts[device][reason] += 1
+            tally.declined[reason] += 1
             if reason is Reason.MEASURED_SLOWER:  # the routing table's count for the bucket
-                generation.counts[device][bucket_key(call, bound.backend), "SDPA"] += 1
-        return reason is not None
+                tally.routes[bucket_key(call, self.bound(call.device).backend), SDPA_ROUTE] += 1
 
     def through(self, func, args: tuple, kwargs: dict):
         """The SDPA path: exactly what ComfyUI would have run without the Scope."""
         return self.previous(func, *args, **kwargs) if self.previous is not None else func(*args, **kwargs)
 
-    def resolve(self, device: torch.device):
-        return self.session.resolve(self.settings.kernel, device, note=True).bound
-
     def run(self, call: Call, func, args, kwargs):
-        """The kernel on an eligible call; its first call of a kind checked, its shape timed once."""
-        settings, session, generation, bound = self.settings, self.session, self.generation, self.resolve(call.device)
-        counts, key = generation.counts[str(call.device)], check_key(call, bound.backend)
+        """The kernel on an eligible call; its first call of a kind checked, its shape bucket timed once."""
+        settings, knowledge, generation, bound = (self.settings, self.session.knowledge, self.generation,
+                                                  self.bound(call.device))
+        tally, key = generation.tallies[str(call.device)], check_key(call, bound.backend)
         try:
             out, layout = bound(call, settings)
         except Exception as exc:  # noqa: BLE001 - a kernel failure must never lose a generation
             return self.fault(exc, call, func, args, kwargs)
         result = call.output(out, layout)
-        counts[MASK_DROPPED] += (call.mask is not None
-                                 and call.mask_kind is not MaskKind.MASKS)  # no-op, or masked keys left out
-        counts[COPIED] += call.copies
-        if settings.first_call_check and key not in session.checks:
+        tally.masks_dropped += call.mask is not None and call.mask_kind is not MaskKind.MASKS  # no-op, or keys left out
+        tally.copied += call.copies
+        if settings.first_call_check and knowledge.check(key) is None:
             reference = func(*args, **kwargs)
-            verdict = session.checks[key] = trials.judge(key, result, reference)
-            if not verdict.passed:
-                counts[Fault.NON_FINITE] += not verdict.finite
-                counts[Reason.CHECK_FAILED] += 1
-                log.warning("Attention kernel first-call check %s for %s; these calls stay on SDPA for this "
-                            "session.", verdict.describe(), key.label())
+            if not self.check(key, result, reference, tally):
                 return reference
-            log.info("Attention kernel first-call check %s for %s", verdict.describe(), key.label())
-        else:  # after the check: a device-side flag, read once a step (scope.guarded)
+        else:  # after the check: a device-side flag, read once a step (sampling.guarded)
             generation.flags.append((key, torch.isfinite(out.sum(dtype=torch.float32))))
-        session.note_fault(str(call.device), None)
+        knowledge.note_fault(str(call.device), None)
         bucket = bucket_key(call, bound.backend)
-        if settings.routing == ROUTING_MEASURED and bucket not in session.decisions:
+        if settings.routing == ROUTING_MEASURED and knowledge.decision(bucket) is None:
             try:
-                measured = session.measure(bucket, lambda: bound(call, settings),
-                                           lambda: self.through(func, args, kwargs),
-                                           call.device, bound.version, generation)
+                use_kernel = self.measure(bucket, call, bound, func, args, kwargs)
             except Exception as exc:  # noqa: BLE001 - the kernel failed while timed
                 return self.fault(exc, call, func, args, kwargs)
-            log.info("Sage Attention Scope measured %s", measured.describe())
-            if not measured.use_sage:
-                counts.update((Reason.MEASURED_SLOWER, (bucket, "SDPA")))
+            if not use_kernel:
+                tally.declined[Reason.MEASURED_SLOWER] += 1
+                tally.routes[bucket, SDPA_ROUTE] += 1
                 return self.through(func, args, kwargs)
-        counts.update((SAGE, (bucket, bound.backend.name)))
+        tally.kernel += 1
+        tally.routes[bucket, bound.backend.name] += 1
         return result
+
+    def check(self, key: CheckKey, result: torch.Tensor, reference: torch.Tensor, tally: Tally) -> bool:
+        """The first call of a kind: the kernel's ``result`` against SDPA's ``reference``, kept for the
+        session; whether it passed (where not, the call's counts say so)."""
+        verdict = judge(key, result, reference)
+        self.session.knowledge.record_check(verdict)
+        if verdict.passed:
+            log.info("Attention kernel first-call check %s for %s", verdict.describe(), key.describe())
+            return True
+        tally.faults[Fault.NON_FINITE] += not verdict.finite
+        tally.declined[Reason.CHECK_FAILED] += 1
+        log.warning("Attention kernel first-call check %s for %s; these calls stay on SDPA for this session.",
+                    verdict.describe(), key.describe())
+        return False
+
+    def measure(self, bucket: BucketKey, call: Call, bound: Bound, func, args, kwargs) -> bool:
+        """Measured routing's decision for the call's bucket (timed now, its cost added to the
+        generation, or agreed by earlier sessions): whether the kernel is faster."""
+        decision, spent = self.session.knowledge.measure(
+            bucket, lambda: bound(call, self.settings), lambda: self.through(func, args, kwargs), call.device,
+            bound.version)
+        self.generation.measuring_ms += spent
+        log.info("Sage Attention Scope measured %s", decision.describe())
+        return decision.use_sage
 
     def fault(self, exc: BaseException, call: Call, func, args, kwargs):
         """Counts and says a kernel failure; the call runs on SDPA."""
-        kind, device, generation, session = classify(exc), str(call.device), self.generation, self.session
-        generation.counts[device].update((kind, Reason.KERNEL_FAULT))
-        what, kernel = describe(exc), self.resolve(call.device).backend.name
+        kind, device, generation = classify(exc), str(call.device), self.generation
+        knowledge, ledger = self.session.knowledge, self.session.ledger
+        tally = generation.tallies[device]
+        tally.faults[kind] += 1
+        tally.declined[Reason.KERNEL_FAULT] += 1
+        what, kernel = describe(exc), self.bound(call.device).backend.name
         if kind is Fault.OOM:
             generation.oom.add(device)
             log.warning("%s ran out of memory on %s (%s); the rest of this generation uses SDPA there.",
                         kernel, device, what)
-        elif session.note_fault(device, kind):
+        elif knowledge.note_fault(device, kind):
             log.warning("Attention kernels retired on %s for this session after %d Triton errors in a row (last: "
                         "%s). Clearing the Triton cache (~/.triton/cache) and restarting may help.",
-                        device, session.triton_streak[device], what)
-        elif session.first_time("fault", device, kind, type(exc).__qualname__):
+                        device, knowledge.triton_streak[device], what)
+        elif ledger.first_time("fault", device, kind, type(exc).__qualname__):
             log.warning("%s failed on %s, this call used SDPA (said once per kind): %s", kernel, device, what)
         return self.through(func, args, kwargs)

@@ -51,7 +51,7 @@ def sage3():
         calls.append(k)
         return doubles.sageattn3_blackwell(q, k, v, attn_mask, is_causal, per_block_mean, **kwargs)
     session = session_with({"sageattn3": types.SimpleNamespace(sageattn3_blackwell=sageattn3_blackwell)}, (12, 0))
-    session.add_backend(on_cpu("sage3_fp4"))
+    session.knowledge.add_backend(on_cpu("sage3_fp4"))
     return session, calls
 
 
@@ -86,16 +86,16 @@ def test_sageattention_3_never_gets_masks_custom_scales_or_other_head_sizes(sage
 def test_sageattention_3_is_declined_on_gpus_other_than_sm120_and_sm121(capability):
     session = session_with({"sageattn3": types.SimpleNamespace(sageattn3_blackwell=doubles.sageattn3_blackwell)},
                            capability)
-    resolution = session.resolve("sage3_fp4", CUDA)
+    resolution = session.knowledge.kernel("sage3_fp4", CUDA)
     assert resolution.bound is None and "needs sm120 or sm121" in resolution.why
     assert session_with({"sageattn3": types.SimpleNamespace(sageattn3_blackwell=doubles.sageattn3_blackwell)},
-                        (12, 1)).resolve("sage3_fp4", CUDA).bound is not None
+                        (12, 1)).knowledge.kernel("sage3_fp4", CUDA).bound is not None
 
 
 def test_auto_never_picks_sageattention_3():
     session = session_with({"sageattn3": types.SimpleNamespace(sageattn3_blackwell=doubles.sageattn3_blackwell)},
                            (12, 0))
-    assert session.resolve("auto", CUDA).bound is None  # FP4 only where the user picks it
+    assert session.knowledge.kernel("auto", CUDA).bound is None  # FP4 only where the user picks it
 
 
 # -- comfy-kitchen ----------------------------------------------------------------------------
@@ -109,7 +109,7 @@ def kitchen():
         return doubles.int8_attention(q, k, v, scale=scale, attn_mask=attn_mask)
     module = types.SimpleNamespace(int8_attention=int8_attention, int8_attention_is_available=lambda device: True)
     session = session_with({"comfy_kitchen": module})
-    session.add_backend(on_cpu("kitchen_int8"))
+    session.knowledge.add_backend(on_cpu("kitchen_int8"))
     return session, seen
 
 
@@ -168,17 +168,17 @@ def test_a_sageattention_2_whose_metadata_says_1_0_6_is_driven_as_2(session):
     """The module decides; its distribution metadata only labels it, and the status says both."""
     fake = doubles.sageattention2_module()
     sa2 = session_with({"sageattention": fake}, versions=lambda module: "1.0.6")
-    resolution = sa2.resolve("auto", CUDA)
+    resolution = sa2.knowledge.kernel("auto", CUDA)
     assert resolution.bound.name == "sage2_fp8_sm90"
     assert resolution.bound.version == "SageAttention 2 (its distribution metadata says sageattention 1.0.6)"
-    assert sa2.resolve("sage1_triton", CUDA).bound is None  # its sageattn does not take smooth_k
-    sa2.add_backend(on_cpu("sage2_fp8_sm90"))
+    assert sa2.knowledge.kernel("sage1_triton", CUDA).bound is None  # its sageattn does not take smooth_k
+    sa2.knowledge.add_backend(on_cpu("sage2_fp8_sm90"))
     routed(sa2, Settings(kernel="sage2_fp8_sm90", min_seq_len=1), [(*hnd(n=64, dtype=torch.float16), {})])
     assert fake.calls == ["sageattn_qk_int8_pv_fp8_cuda_sm90"]
     assert "cpu: sage2_fp8_sm90, SageAttention 2 (its distribution metadata says sageattention 1.0.6)" in render(
         payload(sa2))
     unlabelled = session_with({"sageattention": fake}, versions=lambda module: None)
-    assert unlabelled.resolve("auto", CUDA).bound.version.endswith("version unknown (no distribution metadata "
+    assert unlabelled.knowledge.kernel("auto", CUDA).bound.version.endswith("version unknown (no distribution metadata "
                                                                    "for sageattention)")
 
 
@@ -186,11 +186,11 @@ def test_the_installed_sageattention_1_is_found_and_named():
     """The real PyPI sageattention 1.0.6 of the test environment: its sageattn declares what the
     adapter passes; SageAttention 2's functions are not there."""
     session = Session(store=None, finder=backends.Finder(capability=lambda device: (9, 0)))
-    resolution = session.resolve("auto", CUDA)
+    resolution = session.knowledge.kernel("auto", CUDA)
     if resolution.bound is None:
         pytest.skip(f"sageattention 1.x is not importable here: {resolution.why}")
     assert resolution.bound.name == "sage1_triton" and resolution.bound.version.startswith("SageAttention 1 (")
-    assert "does not export sageattn_qk_int8_pv_fp8_cuda_sm90" in session.resolve("sage2_fp8_sm90", CUDA).why
+    assert "does not export sageattn_qk_int8_pv_fp8_cuda_sm90" in session.knowledge.kernel("sage2_fp8_sm90", CUDA).why
 
 
 def test_a_function_that_swallows_arguments_is_refused():
@@ -198,7 +198,7 @@ def test_a_function_that_swallows_arguments_is_refused():
         raise AssertionError("never called")
     module = doubles.sageattention2_module()
     module.sageattn_qk_int8_pv_fp8_cuda_sm90 = swallows
-    resolution = session_with({"sageattention": module}).resolve("sage2_fp8_sm90", CUDA)
+    resolution = session_with({"sageattention": module}).knowledge.kernel("sage2_fp8_sm90", CUDA)
     assert resolution.bound is None and "does not take pv_accum_dtype" in resolution.why
 
 
@@ -211,10 +211,11 @@ def test_two_sessions_side_by_side_share_nothing_they_learn():
     with registered(first, make_kernel("double", RecordingKernel(noisy))), \
             registered(second, make_kernel("double", RecordingKernel(reference_attention))):
         sample(apply_scope(model, Settings(kernel="double", min_seq_len=1), first), cond)
-        first.retired["cuda:7"] = "retired in the first session"
+        first.knowledge.retired["cuda:7"] = "retired in the first session"
         sample(apply_scope(model, Settings(kernel="double", min_seq_len=1), second), cond)
     assert last_generation(first, "cpu")["sdpa"] == {Reason.CHECK_FAILED.value: 2}
     assert last_generation(second, "cpu")["sage"] == 2 and last_generation(second, "cpu")["sdpa"] == {}
-    assert [c.passed for c in first.checks.values()] == [False] and [c.passed for c in second.checks.values()] == [True]
-    assert "cuda:7" not in payload(second)["devices"] and second.retired == {}
+    assert [c.passed for c in first.knowledge.checks.values()] == [False]
+    assert [c.passed for c in second.knowledge.checks.values()] == [True]
+    assert "cuda:7" not in payload(second)["devices"] and second.knowledge.retired == {}
     assert payload(second)["generations"] == payload(first)["generations"] == 1

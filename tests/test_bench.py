@@ -140,7 +140,7 @@ def test_the_blind_ceiling_arm_sends_every_long_unmasked_call_to_the_kernel(sess
     bench = load("model_steps")
     kernel = RecordingKernel()
     with registered(session, make_kernel("double", kernel, devices=("cpu",))):
-        blind = bench.blind(session.resolve("double", CPU).bound, tiny_flux())
+        blind = bench.blind(session.knowledge.kernel("double", CPU).bound, tiny_flux())
         long_call, short_call = hnd(n=1024), hnd(n=256)
         for q, k, v in (long_call, short_call):
             torch.testing.assert_close(attention(blind, q, k, v, q.shape[1], skip_reshape=True),

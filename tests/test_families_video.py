@@ -17,7 +17,9 @@ from sage_attention_scope.nodes.status import payload, render
 from sage_attention_scope.patches import Reason, Settings, families, scope_for_family
 from sage_attention_scope.patches.call import Call
 from sage_attention_scope.patches.decide import bucket_key, decide
-from sage_attention_scope.patches.trials import Decision
+from sage_attention_scope.patches.generation import Generation
+from sage_attention_scope.patches.knowledge import Knowledge
+from sage_attention_scope.patches.timing import Decision
 from sas_harness.doubles import CrossoverClock, RecordingKernel, make_kernel, registered
 from sas_harness.families import CASES, SAGE, model_of, routing_table, sample_case
 from sas_harness.cases_video import (ANIMATE2_FRAME, ANIMATE2_LATENT, CLIP_PAST_THRESHOLD, HV_JOINT, HV_PADDING,
@@ -137,16 +139,6 @@ def test_wan_i2v_clip_cross_attention_is_short_under_the_automatic_floor(session
 WAN_14B_TOKENS, WAN_14B_DIM, WAN_14B_HEADS = 21 * 30 * 52, 5120, 40  # 832x480, 81 frames: latent 21 x 60 x 104
 
 
-@dataclasses.dataclass
-class RunState:
-    """What decide() reads of a generation (decide.State): here only measured routing's decisions."""
-    decisions: dict
-    retired: dict = dataclasses.field(default_factory=dict)
-    checks: dict = dataclasses.field(default_factory=dict)
-    oom: set = dataclasses.field(default_factory=set)
-    in_steps: bool = True
-
-
 def _wan_14b_call(keys: int) -> Call:
     """A call as ComfyUI hands Wan's attention to the override: (B, N, heads x 128), bf16. decide()
     reads shapes only, so q/k/v are one row expanded, not 335 MB."""
@@ -155,13 +147,14 @@ def _wan_14b_call(keys: int) -> Call:
     return Call.from_comfy((tokens(WAN_14B_TOKENS), tokens(keys), tokens(keys), WAN_14B_HEADS), {})
 
 
-def _measured(calls, backend, clock) -> RunState:
-    """The decisions measured routing would have stored for these calls' shape buckets on ``clock``."""
-    decisions = {}
+def _measured(calls, backend, clock) -> Knowledge:
+    """What the pack knows once measured routing has timed these calls' shape buckets on ``clock``."""
+    knowledge = Knowledge()
     for call in calls:
         key = bucket_key(call, backend)
-        decisions[key] = Decision(key, clock("sage", None, call.device, key), clock("sdpa", None, call.device, key))
-    return RunState(decisions)
+        knowledge.record_decision(Decision(key, clock("sage", None, call.device, key),
+                                           clock("sdpa", None, call.device, key)))
+    return knowledge
 
 
 @pytest.mark.parametrize("keys, route", [
@@ -174,8 +167,8 @@ def test_wan_14b_calls_route_as_measured_above_the_floor(keys, route):
     backend = make_kernel("double", RecordingKernel())
     call = _wan_14b_call(keys)
     assert call.head_dim == 128 and call.q_len == 32760 and call.kv_len == keys
-    state = _measured([call], backend, CrossoverClock(12288))  # the H200: the kernel pays from 12k-token self-attention
-    assert decide(call, backend, Settings(), state) == route
+    known = _measured([call], backend, CrossoverClock(12288))  # the H200: the kernel pays from 12k-token self-attention
+    assert decide(call, backend, Settings(), known, Generation()) == route
 
 
 def test_wan_14b_text_cross_attention_goes_where_its_bucket_was_measured():
@@ -184,11 +177,11 @@ def test_wan_14b_text_cross_attention_goes_where_its_bucket_was_measured():
     backend = make_kernel("double", RecordingKernel())
     text, clip = _wan_14b_call(WAN_TEXT), _wan_14b_call(WAN_CLIP)
     sdpa_faster = _measured([text, clip], backend, CrossoverClock(12288))
-    assert decide(text, backend, Settings(), sdpa_faster) is Reason.MEASURED_SLOWER
-    assert decide(text, backend, Settings(min_seq_len=1024), sdpa_faster) is Reason.TOO_SHORT
+    assert decide(text, backend, Settings(), sdpa_faster, Generation()) is Reason.MEASURED_SLOWER
+    assert decide(text, backend, Settings(min_seq_len=1024), sdpa_faster, Generation()) is Reason.TOO_SHORT
     kernel_faster = _measured([clip], backend, CrossoverClock(1))
-    assert decide(clip, backend, Settings(), kernel_faster) is Reason.TOO_SHORT
-    assert decide(text, backend, Settings(), RunState({})) is None  # not measured yet: the router times it
+    assert decide(clip, backend, Settings(), kernel_faster, Generation()) is Reason.TOO_SHORT
+    assert decide(text, backend, Settings(), Knowledge(), Generation()) is None  # not measured yet: the router times it
 
 
 # -- Wan calls made without transformer_options ---------------------------------------------------

@@ -14,7 +14,7 @@ import comfy.supported_models
 
 from sage_attention_scope.nodes.status import payload, render
 from sage_attention_scope.patches import Reason, Settings, families, scope_for_family
-from sage_attention_scope.patches.scope import OVERRIDE_KEY
+from sage_attention_scope.patches.override_hooks import OVERRIDE_KEY
 # sas_harness.families first: it imports the case modules, which build on it
 from sas_harness.families import CASES, SAGE, TEXT, Case, model_of, routing_table, sample_case
 from sas_harness.cases_video_2026 import (COG_15_JOINT, COG_JOINT, COG_TEXT, K5_LATENT, K5_TOKENS,

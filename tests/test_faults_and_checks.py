@@ -8,9 +8,9 @@ import triton.compiler.errors
 import triton.runtime.errors
 
 from sage_attention_scope.nodes.status import payload
-from sage_attention_scope.patches import Fault, Reason, Settings, apply_scope, trials
+from sage_attention_scope.patches import Fault, Reason, Settings, apply_scope, checks
 from sage_attention_scope.patches.reasons import TRITON_RETIRE_AFTER, classify
-from sage_attention_scope.patches.trials import MAX_REL_L2
+from sage_attention_scope.patches.checks import MAX_REL_L2
 from sas_harness.doubles import (RecordingKernel, make_kernel, nan_after_first_call, noisy, non_finite, raising,
                                  reference_attention, registered, wrong_shape)
 from sas_harness.models import DEVICE, flux_conditioning, sample, tiny_flux
@@ -124,7 +124,7 @@ def test_nan_after_the_check_reruns_the_step_on_sdpa(session, model, plain, capl
 
 
 def test_finite_flags_are_read_once_per_step_not_per_call(session, model, monkeypatch):
-    from sage_attention_scope.patches.session import Generation
+    from sage_attention_scope.patches.generation import Generation
     reads = []  # how many flags each read found
     take = Generation.take_bad_keys
     monkeypatch.setattr(Generation, "take_bad_keys", lambda self: reads.append(len(self.flags)) or take(self))
@@ -176,12 +176,12 @@ def test_check_thresholds_separate_the_measured_cases():
     # key length 77 (its cosine there, 0.999, passes, so relative L2 decides).
     ref = torch.randn(4096, generator=torch.Generator().manual_seed(0))
     noise = torch.randn(4096, generator=torch.Generator().manual_seed(1))
-    key = trials.CheckKey("cpu", "bfloat16", 128, "k")
-    good = trials.judge(key, ref + noise * 0.042, ref)
-    bad = trials.judge(key, ref + noise * 0.28, ref)
+    key = checks.CheckKey("cpu", "bfloat16", 128, "k")
+    good = checks.judge(key, ref + noise * 0.042, ref)
+    bad = checks.judge(key, ref + noise * 0.28, ref)
     assert good.passed and not bad.passed
     assert bad.cosine > 0.96 and bad.rel_l2 > MAX_REL_L2
-    nan = trials.judge(key, torch.full_like(ref, float("nan")), ref)
+    nan = checks.judge(key, torch.full_like(ref, float("nan")), ref)
     assert not nan.passed and not nan.finite
 
 

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from sage_attention_scope.nodes.status import payload
-from sage_attention_scope.patches import Reason, Settings, apply_scope, trials
+from sage_attention_scope.patches import Reason, Settings, apply_scope, checks
 from sas_harness.gpu import build_tiny_flux_d128, kernel_on, record
 from sas_harness.models import TINY_FLUX, build, flux_conditioning, sample
 from sas_harness.run import attention, in_scope, last_generation, run_kernel
@@ -53,10 +53,10 @@ def test_real_kernel_matches_sdpa(session, kernel, shape, dtype, layout):
     out = run_kernel(kernel, q, k, v, layout, smooth_k=False)
     to_hnd = (lambda t: t.transpose(1, 2)) if layout == "NHD" else (lambda t: t)
     ref = F.scaled_dot_product_attention(*(to_hnd(t).float() for t in (q, k, v)))
-    cosine, rel_l2, finite = trials.compare(to_hnd(out), ref)
+    cosine, rel_l2, finite = checks.compare(to_hnd(out), ref)
     record(test="kernel_vs_fp32", kernel=kernel.name, version=kernel.version, shape=shape, dtype=str(dtype),
            layout=layout, cosine=cosine, rel_l2=rel_l2)
-    assert finite and cosine >= 0.99 and rel_l2 <= trials.MAX_REL_L2
+    assert finite and cosine >= 0.99 and rel_l2 <= checks.MAX_REL_L2
     assert torch.equal(k, k_before)
 
 
@@ -72,11 +72,11 @@ def test_key_length_77_is_routed_to_sdpa_by_the_threshold(session, kernel):
     _, k, v = qkv((2, 10, 16384, 77, 64), torch.bfloat16, seed=1)
     raw = run_kernel(kernel, q, k, v, "HND", smooth_k=False)
     ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
-    cosine, rel_l2, _ = trials.compare(raw, ref)
+    cosine, rel_l2, _ = checks.compare(raw, ref)
     record(test="kv77_raw_kernel", kernel=kernel.name, version=kernel.version, cosine=cosine, rel_l2=rel_l2)
     if kernel.backend.library == "SageAttention 1":
         # 1.0.6 is wrong here (H200: relative L2 0.45): the check catches it
-        assert rel_l2 > trials.MAX_REL_L2
+        assert rel_l2 > checks.MAX_REL_L2
 
     model = build_tiny_flux_d128()
     scoped = apply_scope(model, Settings(kernel=CHOICE), session)
@@ -92,7 +92,7 @@ def test_kernel_runs_under_the_tensors_device_and_restores_the_current_one(sessi
     out = run_kernel(kernel, q, k, v, "HND", smooth_k=False)
     assert out.device == target and torch.cuda.current_device() == 0
     ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
-    assert trials.compare(out, ref)[1] <= trials.MAX_REL_L2
+    assert checks.compare(out, ref)[1] <= checks.MAX_REL_L2
 
 
 def test_scoped_flux_runs_every_call_on_the_real_kernel(session, kernel):
@@ -103,7 +103,7 @@ def test_scoped_flux_runs_every_call_on_the_real_kernel(session, kernel):
                     latent_hw=(64, 64), steps=2)
     gen = last_generation(session, "cuda:0")
     assert gen["sage"] == 2 * 4 and gen["sdpa_total"] == 0
-    cosine, rel_l2, finite = trials.compare(routed, plain)
+    cosine, rel_l2, finite = checks.compare(routed, plain)
     [check] = payload(session)["devices"]["cuda:0"]["checks"]
     record(test="tiny_flux_two_steps", kernel=kernel.name, version=kernel.version, cosine=cosine, rel_l2=rel_l2,
            first_call_check=check)
@@ -134,8 +134,8 @@ def test_torch_compile_fullgraph_of_a_scoped_block_matches_eager(session, kernel
         traced = in_scope(scoped, lambda: compiled(x, vec=vec, pe=pe, transformer_options=options))
         reference = block(x, vec=vec, pe=pe)  # outside the scope: SDPA
     assert last_generation(session, "cuda:0")["sage"] == 1
-    cosine, rel_l2, finite = trials.compare(traced, eager)
-    vs_sdpa = trials.compare(traced, reference)
+    cosine, rel_l2, finite = checks.compare(traced, eager)
+    vs_sdpa = checks.compare(traced, reference)
     record(test="compile_fullgraph_single_block", kernel=kernel.name, version=kernel.version, cosine_vs_eager=cosine,
            rel_l2_vs_eager=rel_l2, cosine_vs_sdpa=vs_sdpa[0], rel_l2_vs_sdpa=vs_sdpa[1])
     assert finite and cosine >= 0.999 and vs_sdpa[0] >= 0.99
@@ -150,8 +150,8 @@ def test_torch_compile_fullgraph_of_a_scoped_block_matches_eager(session, kernel
     traced_out = in_scope(scoped, lambda: compiled_attend(q, k, v))
     assert last_generation(session, "cuda:0")["sage"] == 1
     plain_out = attend(q, k, v)  # outside the scope: SDPA
-    same = trials.compare(traced_out, eager_out)
-    vs_plain = trials.compare(traced_out, plain_out)
+    same = checks.compare(traced_out, eager_out)
+    vs_plain = checks.compare(traced_out, plain_out)
     record(test="compile_fullgraph_attention_call", kernel=kernel.name, version=kernel.version, cosine_vs_eager=same[0],
            rel_l2_vs_eager=same[1], cosine_vs_sdpa=vs_plain[0], rel_l2_vs_sdpa=vs_plain[1])
     assert same[1] < 1e-3 and 0 < vs_plain[1] < 0.1
@@ -168,7 +168,7 @@ def test_fp8_weights_with_bf16_activations_run_on_the_kernel(session, kernel):
     routed = sample(apply_scope(model, Settings(kernel=CHOICE, min_seq_len=1, routing="always"), session), cond,
                     latent_hw=(64, 64), steps=2)
     gen = last_generation(session, "cuda:0")
-    cosine, rel_l2, finite = trials.compare(routed, plain)
+    cosine, rel_l2, finite = checks.compare(routed, plain)
     record(test="fp8_weights_tiny_flux", kernel=kernel.name, version=kernel.version, cosine=cosine, rel_l2=rel_l2,
            sage=gen["sage"])
     assert gen["sage"] == 2 * 2 and gen["sdpa_total"] == 0
@@ -193,7 +193,7 @@ def test_partially_loaded_lowvram_model_runs_on_the_kernel(session, kernel, monk
     routed = sample(scoped, cond, latent_hw=(64, 64), steps=2)
     partial = model.model.model_lowvram and model.loaded_size() < model.model_size()
     gen = last_generation(session, "cuda:0")
-    cosine, rel_l2, finite = trials.compare(routed, plain)
+    cosine, rel_l2, finite = checks.compare(routed, plain)
     record(test="lowvram_partial_load_flux", kernel=kernel.name, version=kernel.version, partial=bool(partial),
            cosine=cosine, rel_l2=rel_l2, loaded_mib=model.loaded_size() / 2**20, model_mib=model.model_size() / 2**20)
     mm.unload_all_models()
@@ -241,15 +241,15 @@ def test_the_kv77_trap_a_tiny_sdxl_generation_with_every_call_eligible(session, 
     plain = sample(model, cond, latent_hw=(64, 64), channels=4, steps=2)
     scoped = apply_scope(model, Settings(kernel=CHOICE, min_seq_len=1, routing="always"), session)
     routed = sample(scoped, cond, latent_hw=(64, 64), channels=4, steps=2)
-    checks = {c["key"].split(" keys ")[0].rsplit(" ", 1)[1]: c for c in payload(session)["devices"]["cuda:0"]["checks"]}
-    counts = session.last["cuda:0"]
-    short_on_kernel = sum(n for key, n in counts.items() if isinstance(key, tuple) and key[0].kv_bucket <= 128
-                          and key[1] != "SDPA")
-    rel_l2 = trials.compare(routed, plain)[1]
-    record(test="kv77_trap_sdxl", kernel=kernel.name, version=kernel.version, checks=checks,
+    by_keys = {c["key"].split(" keys ")[0].rsplit(" ", 1)[1]: c
+               for c in payload(session)["devices"]["cuda:0"]["checks"]}
+    routes = session.ledger.last["cuda:0"].routes  # (bucket, route) -> calls
+    short_on_kernel = sum(n for (bucket, route), n in routes.items() if bucket.kv_bucket <= 128 and route != "SDPA")
+    rel_l2 = checks.compare(routed, plain)[1]
+    record(test="kv77_trap_sdxl", kernel=kernel.name, version=kernel.version, checks=by_keys,
            short_on_kernel=short_on_kernel, rel_l2=rel_l2)
-    assert checks["long"]["passed"] and counts["sage"] > 0
+    assert by_keys["long"]["passed"] and session.ledger.last["cuda:0"].kernel > 0
     if kernel.backend.library == "SageAttention 1":
-        assert not checks["short"]["passed"]
-    assert short_on_kernel == 0 or checks["short"]["passed"]
+        assert not by_keys["short"]["passed"]
+    assert short_on_kernel == 0 or by_keys["short"]["passed"]
     assert rel_l2 <= 0.01

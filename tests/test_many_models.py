@@ -8,7 +8,7 @@ import torch
 import comfy.ldm.modules.attention as comfy_attention
 import comfy.supported_models
 
-from sage_attention_scope.patches import Fault, Reason, Settings, apply_scope, trials
+from sage_attention_scope.patches import Fault, Reason, Settings, apply_scope, checks
 from sas_harness.doubles import RecordingKernel, make_kernel, registered
 from sas_harness.families import CASES, routing_table, sample_case
 from sas_harness.models import TINY_FLUX, TINY_SDXL, build, flux_conditioning, sample
@@ -97,10 +97,10 @@ def test_attn2_patches_that_rewrite_the_context_run_before_the_scope_decides(ses
 
 def test_device_state_is_kept_per_device(session):
     for _ in range(3):
-        session.note_fault("cuda:1", Fault.TRITON)
-    assert session.retired.get("cuda:1") and not session.retired.get("cuda:0")
-    failed = trials.CheckKey("cuda:1", "bfloat16", 128, "k")
+        session.knowledge.note_fault("cuda:1", Fault.TRITON)
+    assert session.knowledge.retired.get("cuda:1") and not session.knowledge.retired.get("cuda:0")
+    failed = checks.CheckKey("cuda:1", "bfloat16", 128, "k")
     out = torch.ones(4, 4)
-    session.checks[failed] = trials.judge(failed, -out, out)  # a kernel that fails its check on cuda:1
-    assert session.checks[failed].passed is False
-    assert trials.CheckKey("cuda:0", "bfloat16", 128, "k") not in session.checks
+    session.knowledge.record_check(checks.judge(failed, -out, out))  # a kernel that fails its check on cuda:1
+    assert session.knowledge.check(failed).passed is False
+    assert checks.CheckKey("cuda:0", "bfloat16", 128, "k") not in session.knowledge.checks

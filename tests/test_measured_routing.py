@@ -9,7 +9,7 @@ import torch
 from sage_attention_scope.nodes.status import payload
 from sage_attention_scope.nodes.status import render
 from sage_attention_scope.nodes import routing_store
-from sage_attention_scope.patches import Reason, Session, Settings, apply_scope, trials
+from sage_attention_scope.patches import Reason, Session, Settings, apply_scope, timing
 from sas_harness.doubles import FakeClock, RecordingKernel, make_kernel, raising, reference_attention, registered
 from sas_harness.models import tiny_flux
 from sas_harness.run import attention, hnd, in_scope, last_generation, plain_attention
@@ -25,7 +25,7 @@ def model():
 def calls(session, model, settings, shapes, fake, kernel=None):
     """One generation making one call per (n, d) in ``shapes``, timed on ``fake``; the kernel's calls."""
     kernel = kernel or RecordingKernel()
-    session.clock = fake
+    session.knowledge.clock = fake
     with registered(session, make_kernel("double", kernel)):
         scoped = apply_scope(model, settings, session)
 
@@ -49,12 +49,12 @@ def test_bucket_goes_to_the_faster_arm(session, model, sage_ms, sdpa_ms, on_sage
     counts = last_generation(session, "cpu")
     assert counts["sage"] == (3 if on_sage else 0)
     assert counts["sdpa"] == ({} if on_sage else {Reason.MEASURED_SLOWER.value: 3})
-    assert fake.timed == ["sdpa", "sage"] * trials.ROUNDS, "timed once per bucket (interleaved rounds), not per call"
+    assert fake.timed == ["sdpa", "sage"] * timing.ROUNDS, "timed once per bucket (interleaved rounds), not per call"
 
 
 def test_output_is_sdpa_when_sdpa_wins(session, model):
     q, k, v = hnd(n=32)
-    session.clock = FakeClock(5.0, 1.0)
+    session.knowledge.clock = FakeClock(5.0, 1.0)
     with registered(session, make_kernel("double", RecordingKernel())):
         scoped = apply_scope(model, MEASURED, session)
         outs = in_scope(scoped, lambda: [attention(scoped, q, k, v, 2, skip_reshape=True) for _ in range(2)])
@@ -65,9 +65,9 @@ def test_output_is_sdpa_when_sdpa_wins(session, model):
 def test_buckets_are_powers_of_two_per_head_size(session, model):
     fake = FakeClock(1.0, 2.0)
     calls(session, model, MEASURED, [(33, 64), (60, 64), (64, 64), (65, 64), (40, 32)], fake)
-    buckets = sorted((d.key.q_bucket, d.key.head_dim) for d in session.decisions.values())
+    buckets = sorted((d.key.q_bucket, d.key.head_dim) for d in session.knowledge.decisions.values())
     assert buckets == [(64, 32), (64, 64), (128, 64)]
-    assert trials.bucket(1) == 1 and trials.bucket(4096) == 4096 and trials.bucket(4097) == 8192
+    assert timing.bucket(1) == 1 and timing.bucket(4096) == 4096 and timing.bucket(4097) == 8192
 
 
 def test_a_failing_kernel_never_wins(session, model):
@@ -76,12 +76,12 @@ def test_a_failing_kernel_never_wins(session, model):
     boom = raising(lambda: RuntimeError("boom while timed"))
     failing = RecordingKernel(
         lambda q, k, v, **kw: (reference_attention if not failing.calls[1:] else boom)(q, k, v, **kw))
-    session.clock = fake
+    session.knowledge.clock = fake
     with registered(session, make_kernel("double", failing)):
         scoped = apply_scope(model, Settings(kernel="double", min_seq_len=8, first_call_check=False), session)
         q, k, v = hnd(n=32)
         in_scope(scoped, lambda: attention(scoped, q, k, v, 2, skip_reshape=True))
-    (decision,) = session.decisions.values()
+    (decision,) = session.knowledge.decisions.values()
     assert decision.sage_ms is None and not decision.use_sage
     assert last_generation(session, "cpu")["sdpa"] == {Reason.KERNEL_FAULT.value: 1}
 
@@ -90,7 +90,7 @@ def test_decision_holds_for_the_session_and_always_skips_timing(session, model):
     fake = FakeClock(3.0, 2.0)
     calls(session, model, MEASURED, [(32, 64)], fake)
     calls(session, model, MEASURED, [(32, 64)], fake)
-    assert fake.timed == ["sdpa", "sage"] * trials.ROUNDS
+    assert fake.timed == ["sdpa", "sage"] * timing.ROUNDS
     assert payload(session)["devices"]["cpu"]["session"]["sdpa"] == {Reason.MEASURED_SLOWER.value: 2}
     always = FakeClock(3.0, 2.0)
     assert len(calls(session, model, Settings(kernel="double", min_seq_len=8, routing="always"),
@@ -113,7 +113,7 @@ def test_routing_setting_is_validated():
 
 def test_the_clock_times_what_it_runs_on_a_cpu():
     import time
-    ms = trials.event_clock("sdpa", lambda: time.sleep(0.005), torch.device("cpu"), repeats=3)
+    ms = timing.event_clock("sdpa", lambda: time.sleep(0.005), torch.device("cpu"), repeats=3)
     assert 5.0 <= ms < 50.0
 
 
@@ -132,7 +132,7 @@ def test_one_transient_round_does_not_lock_the_bucket(session, model):
     kernel_calls = calls(session, model, MEASURED, [(32, 64)] * 2,
                          SequenceClock(sage=[1.0, 10.0, 1.1], sdpa=[2.0, 2.1, 1.9]))
     assert len(kernel_calls) == 2
-    [decision] = session.decisions.values()
+    [decision] = session.knowledge.decisions.values()
     assert decision.use_sage and decision.sage_ms == 1.1 and decision.sdpa_ms == 2.0
 
 
@@ -155,7 +155,7 @@ def test_a_decision_two_sessions_agreed_on_is_reused_without_timing(model, tmp_p
     fake = FakeClock(5.0, 1.0)  # would say SDPA now; the agreed decision stands
     counts, later = _session(model, path, fake)
     assert counts["sage"] == 1 and fake.timed == []
-    [decision] = later.decisions.values()
+    [decision] = later.knowledge.decisions.values()
     assert decision.saved and decision.use_sage and "(saved)" in render(payload(later))
 
 
@@ -176,7 +176,7 @@ def test_a_saved_decision_serves_only_the_setup_that_measured_it(model, tmp_path
     for _ in range(routing_store.AGREEMENTS_TO_USE):
         _session(model, path, FakeClock(1.0, 2.0))
     # Another GPU, driver, torch or sageattention: the saved decision does not apply.
-    monkeypatch.setattr(trials, "fingerprint", lambda device, version: "another setup")
+    monkeypatch.setattr(timing, "fingerprint", lambda device, version: "another setup")
     fake = FakeClock(1.0, 2.0)
     _session(model, path, fake)
     assert fake.timed
@@ -203,4 +203,4 @@ def test_the_store_lives_in_comfyuis_user_directory(monkeypatch):
     assert store is not None and store.path == Path(folder_paths.get_user_directory()) / routing_store.FILE
     monkeypatch.undo()  # the session the pack made at load, not the test's, keeps its decisions there
     from sage_attention_scope import nodes
-    assert nodes.SESSION.store.path == store.path
+    assert nodes.SESSION.knowledge.store.path == store.path

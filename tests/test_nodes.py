@@ -36,7 +36,7 @@ def test_scope_node_schema(session):
     assert required["min_seq_len"][1]["default"] == Settings.min_seq_len == 0 and required["min_seq_len"][1]["min"] == 0
     options = required["kernel"][1]["options"]
     devices = [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
-    assert options[0] == "auto" and all(any(session.resolve(o, d).bound for d in devices) for o in options[1:])
+    assert options[0] == "auto" and all(any(session.knowledge.kernel(o, d).bound for d in devices) for o in options[1:])
     assert info["output"] == ["MODEL"] and info["category"] == "model_patches/attention"
 
 
@@ -53,7 +53,7 @@ def test_without_a_kernel_the_node_passes_the_model_through_and_says_why(session
     caplog.set_level(logging.WARNING)
     model = tiny_flux()
     # auto on a CPU; on a GPU, a named kernel the installed sageattention does not provide.
-    choice = next(n for n in session.names() if session.resolve(n, model.load_device).bound is None)
+    choice = next(n for n in session.knowledge.names() if session.knowledge.kernel(n, model.load_device).bound is None)
     assert scoped_model(model, kernel=choice) is model
     assert any("through unchanged" in r.getMessage() for r in caplog.records)
     line = payload(session)["devices"][str(model.load_device)]["kernels"][choice]
@@ -167,7 +167,8 @@ def test_status_says_what_to_install_where_auto_has_no_sageattention_2(session):
     kitchen = library(int8_attention=int8_attention, int8_attention_is_available=int8_attention_is_available)
     # an H200 with PyPI's SageAttention 1 only: it names what it found and what the GPU needs
     advice, = install_advice(_session_on((9, 0), sageattention=sage1), [CUDA0])
-    assert advice.startswith("cuda:0 (sm90): auto found only SageAttention 1") and "slower than SDPA" in advice
+    assert advice.startswith("cuda:0 (sm90): auto found only SageAttention 1") and "faster than SDPA" in advice
+    assert not any(gpu in advice for gpu in ("H100", "H200")), "UI text names no GPU's figures (docs/measured.md)"
     assert advice.endswith(f"This GPU would need SageAttention 2 (sage2_fp8_sm90), built from source: {INSTALL_DOCS}")
     # an RTX 4090 with comfy-kitchen only; a Turing card with nothing at all
     advice, = install_advice(_session_on((8, 9), comfy_kitchen=kitchen), [CUDA0])
@@ -197,5 +198,5 @@ def test_same_named_models_are_numbered_within_a_run(session):
     """Wan 2.2's two experts are 'Wan' and 'Wan #2' in the order their Scopes ran; a later prompt,
     for which ComfyUI may have reloaded both, numbers them afresh instead of going on to #3."""
     high, low, high_reloaded = object(), object(), object()
-    assert [session.label("Wan", m, "prompt 1") for m in (high, low, high)] == ["Wan", "Wan #2", "Wan"]
-    assert session.label("Wan", high_reloaded, "prompt 2") == "Wan"
+    assert [session.ledger.model_label("Wan", m, "prompt 1") for m in (high, low, high)] == ["Wan", "Wan #2", "Wan"]
+    assert session.ledger.model_label("Wan", high_reloaded, "prompt 2") == "Wan"

@@ -147,7 +147,7 @@ def test_smooth_k_never_writes_the_callers_k(session, model):
 
 
 def test_a_retired_device_keeps_sdpa(session, model):
-    session.retired["cpu"] = "test"  # the hnd() tensors live on the CPU
+    session.knowledge.retired["cpu"] = "test"  # the hnd() tensors live on the CPU
     q, k, v = hnd()
     _, calls, counts = run(session, model, ON, q, k, v, 2, skip_reshape=True)
     assert calls == [] and counts["sdpa"] == {Reason.DEVICE_RETIRED.value: 1}

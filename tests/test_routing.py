@@ -31,7 +31,7 @@ FLUX_1024, FLUX_2048 = 4608, 16896  # joint tokens of FLUX.1 at 1024Â² and 2048Â
 ])
 def test_defaults_route_flux_by_what_is_measured_on_the_gpu(session, clock, routes):
     """min_seq_len 0 (auto): nothing above the floor is decided by a length, only by the clock."""
-    session.clock = clock
+    session.knowledge.clock = clock
     with registered(session, make_kernel("double", RecordingKernel())):
         scoped = apply_scope(tiny_flux_carrier(), Settings(kernel="double"), session)
         for tokens, route in routes.items():
@@ -58,7 +58,7 @@ def tiny_flux_carrier():
 def test_timing_costs_under_one_percent_of_a_20_step_flux_generation_and_nothing_after(session, caplog):
     """57 blocks (FLUX.1's 19 + 38) over 1029 tokens, 20 steps: one shape bucket is timed once."""
     caplog.set_level(logging.INFO, logger="sage_attention_scope")
-    session.clock = FakeClock(sage_ms=1.0, sdpa_ms=2.0)
+    session.knowledge.clock = FakeClock(sage_ms=1.0, sdpa_ms=2.0)
     model = build(comfy.supported_models.Flux, dict(TINY_FLUX, depth=19, depth_single_blocks=38))
     with registered(session, make_kernel("double", RecordingKernel())):
         scoped = apply_scope(model, Settings(kernel="double"), session)
@@ -161,14 +161,14 @@ def test_auto_per_compute_capability(capability, expected):
     """With SageAttention 2 and comfy-kitchen installed: SageAttention 2's kernel for the GPU (sm86's the CUDA
     one with fp32 accumulation, never the fp16 Triton one), comfy-kitchen where SageAttention has none."""
     session = _finder(capability, sageattention=doubles.sageattention2_module(), comfy_kitchen=KITCHEN)
-    assert session.resolve("auto", torch.device("cuda", 0)).bound.name == expected
+    assert session.knowledge.kernel("auto", torch.device("cuda", 0)).bound.name == expected
 
 
 @pytest.mark.parametrize("capability", [c for c, _ in ROWS])
 def test_auto_falls_back_to_what_is_installed(capability):
-    kitchen_only = _finder(capability, comfy_kitchen=KITCHEN).resolve("auto", torch.device("cuda", 0))
+    kitchen_only = _finder(capability, comfy_kitchen=KITCHEN).knowledge.kernel("auto", torch.device("cuda", 0))
     assert kitchen_only.bound.name == "kitchen_int8"
-    nothing = _finder(capability).resolve("auto", torch.device("cuda", 0))
+    nothing = _finder(capability).knowledge.kernel("auto", torch.device("cuda", 0))
     assert nothing.bound is None and "not installed" in nothing.why
 
 
@@ -179,10 +179,10 @@ def _evaluations(model):
     seen = []
 
     def wrapper(apply_model, args):
-        generation = router_of(model).generation
-        before = dict(generation.counts["cpu"])
+        tally = router_of(model).generation.tallies["cpu"]
+        before = {"sage": tally.kernel, **tally.declined}
         out = apply_model(args["input"], args["timestep"], **args["c"])
-        after = generation.counts["cpu"]
+        after = {"sage": tally.kernel, **tally.declined}
         seen.append((float(args["timestep"][0]),
                      {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}))
         return out
@@ -204,7 +204,7 @@ def test_the_step_window_keeps_the_steps_outside_it_on_sdpa(session, sampler, st
     assert seen and any(end <= s <= start for s, _ in seen) and any(not end <= s <= start for s, _ in seen)
     for sigma, routes in seen:
         expected = {"sage": calls} if end <= sigma <= start else {Reason.OUTSIDE_STEPS: calls}
-        assert {k: n for k, n in routes.items() if not isinstance(k, tuple)} == expected, sigma
+        assert routes == expected, sigma
 
 
 # -- the block window -------------------------------------------------------------------------

@@ -4,7 +4,7 @@ import torch
 import comfy.patcher_extension as ext
 
 from sage_attention_scope.patches import Reason, Settings, apply_scope, router_of
-from sage_attention_scope.patches.scope import OVERRIDE_KEY, WRAPPER_KEY
+from sage_attention_scope.patches.sampling import OVERRIDE_KEY, WRAPPER_KEY
 from sas_harness.doubles import RecordingKernel, make_kernel, registered
 from sas_harness.models import TINY_FLUX, TINY_FLUX_TXT_TOKENS, flux_conditioning, sample, tiny_flux
 from sas_harness.run import attention, hnd, last_generation, totals

@@ -7,7 +7,7 @@ import comfy.supported_models
 
 from sage_attention_scope.nodes.status import payload
 from sage_attention_scope.nodes.status import render
-from sage_attention_scope.patches import Reason, Settings, apply_scope, trials
+from sage_attention_scope.patches import Reason, Settings, apply_scope, checks
 from sas_harness.doubles import RecordingKernel, make_kernel, noisy, reference_attention, registered
 from sas_harness.families import CASES, SAGE, sample_case
 from sas_harness.gpu import build_tiny_flux_d128, kernel_on, record
@@ -44,7 +44,7 @@ def test_scoped_flux_and_sdxl_on_cuda1_run_on_the_kernel_there(session, kernel_o
     scoped = apply_scope(flux, Settings(min_seq_len=1, routing="always"), session)
     routed, on_cuda0 = _scoped_run_leaves_cuda0_alone(lambda: sample(scoped, cond, latent_hw=(64, 64), steps=2))
     gen = last_generation(session, "cuda:1")
-    cosine, rel_l2, finite = trials.compare(routed, plain)
+    cosine, rel_l2, finite = checks.compare(routed, plain)
     record(test="two_gpus_flux_on_cuda1", kernel=kernel_on_cuda1.name, cosine=cosine, rel_l2=rel_l2,
            sage=gen["sage"], allocated_on_cuda0=on_cuda0)
     assert gen["sage"] == FLUX_CALLS and gen["sdpa_total"] == 0
@@ -56,7 +56,7 @@ def test_scoped_flux_and_sdxl_on_cuda1_run_on_the_kernel_there(session, kernel_o
     scoped = apply_scope(sdxl, Settings(min_seq_len=SDXL.min_seq_len, routing="always"), session)
     routed, on_cuda0 = _scoped_run_leaves_cuda0_alone(lambda: sample_case(scoped, SDXL))
     gen = last_generation(session, "cuda:1")
-    cosine, rel_l2, finite = trials.compare(routed, plain)
+    cosine, rel_l2, finite = checks.compare(routed, plain)
     record(test="two_gpus_sdxl_on_cuda1", kernel=kernel_on_cuda1.name, cosine=cosine, rel_l2=rel_l2,
            sage=gen["sage"], allocated_on_cuda0=on_cuda0)
     assert gen["sage"] == SDXL.per_step[SAGE]

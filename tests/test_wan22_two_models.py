@@ -36,7 +36,7 @@ MIN_SEQ_LEN = VIDEO_TOKENS
 # the self-attention's 32 keys short and the text's 512 long.
 CHECK_KEYS = {f"cpu float32 d{HEAD_DIM} {'short' if kv < SHORT_KEYS else 'long'} keys {KERNEL}"
               for kv in (VIDEO_TOKENS, WAN_TEXT)}
-NAMES = ["Wan (WAN21_T2V)", "Wan (WAN21_T2V) #2"]  # patches/session.py Session.label
+NAMES = ["Wan (WAN21_T2V)", "Wan (WAN21_T2V) #2"]  # patches/ledger.py Ledger.model_label
 NODES = ("UNETLoader", "ModelSamplingSD3", "EmptyHunyuanLatentVideo", "KSamplerAdvanced", "SaveLatent")
 
 

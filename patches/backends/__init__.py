@@ -117,7 +117,9 @@ class Finder:
     versions: Callable[[str], Optional[str]] = distribution_version
     capability: Callable[[torch.device], tuple[int, int]] = torch.cuda.get_device_capability
 
-    def resolve(self, choice: str, device: torch.device, lookup) -> Resolution:
+    def find(self, choice: str, device: torch.device, lookup) -> Resolution:
+        """The kernel ``choice`` binds on ``device`` (``auto``: the first of this GPU's list that binds), or
+        why none does."""
         capability = self.capability(device) if device.type == "cuda" else None
         if choice != "auto":
             bound = (self.bind(lookup(choice), device, capability) if lookup(choice)
@@ -135,7 +137,7 @@ class Finder:
 
     def bind(self, backend: Backend, device: torch.device, capability) -> Bound | str:
         """``backend`` bound to its installed function, or why it cannot be."""
-        why, version = backend.unusable_on(device, capability), self.label(backend)
+        why, version = backend.unusable_on(device, capability), self.library_version(backend)
         if why:
             return why
         try:
@@ -153,7 +155,7 @@ class Finder:
             return f"{version}: {backend.function} does not run on {device}"
         return Bound(backend, fn, version)
 
-    def label(self, backend: Backend) -> str:
+    def library_version(self, backend: Backend) -> str:
         """The library and its distribution's version; both where they disagree (a SageAttention 2
         build whose metadata says 1.0.6)."""
         if not backend.module:

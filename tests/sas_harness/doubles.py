@@ -55,11 +55,11 @@ def make_kernel(name: str, function, *, devices=("cpu", "cuda"), dtypes=ALL_DTYP
 
 @contextlib.contextmanager
 def registered(session, backend: backends.Backend):
-    session.add_backend(backend)
+    session.knowledge.add_backend(backend)
     try:
         yield backend
     finally:
-        session.add_backend(None, backend.name)
+        session.knowledge.add_backend(None, backend.name)
 
 
 def raising(exc_factory):

@@ -29,7 +29,7 @@ def build_tiny_flux_d128(device="cuda:0"):
 
 def kernel_on(session: Session, device: str, choice: str = "auto") -> Bound:
     """The kernel ``choice`` binds on ``device``; the test skips, saying why, where there is none."""
-    res = session.resolve(choice, torch.device(device))
+    res = session.knowledge.kernel(choice, torch.device(device))
     if res.bound is None:
         pytest.skip(f"no kernel {choice} on {device}: {res.why}")
     return res.bound

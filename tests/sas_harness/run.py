@@ -6,7 +6,7 @@ import torch
 import comfy.ldm.modules.attention as comfy_attention
 
 from sage_attention_scope.nodes.status import payload
-from sage_attention_scope.patches import router_of, scope
+from sage_attention_scope.patches import router_of, sampling
 from .models import DEVICE
 
 
@@ -24,7 +24,7 @@ def plain_attention(q, k, v, heads, **kwargs):
 
 def in_scope(model_patcher, fn):
     """Runs ``fn`` inside the model's scope, as its OUTER_SAMPLE wrapper would."""
-    return scope.outer_sample(router_of(model_patcher), fn)
+    return sampling.outer_sample(router_of(model_patcher), fn)
 
 
 def last_generation(session, device=DEVICE) -> dict:

@@ -32,8 +32,8 @@ def register_test_kernel() -> None:
     sys.modules.setdefault("sage_attention_scope", pack)
     from sas_harness import doubles  # the server runs with tests/ on PYTHONPATH
     session = pack.nodes.SESSION
-    if session.backend(TEST_KERNEL) is None:
-        session.add_backend(doubles.make_kernel(TEST_KERNEL, doubles.reference_attention))
+    if session.knowledge.backend(TEST_KERNEL) is None:
+        session.knowledge.add_backend(doubles.make_kernel(TEST_KERNEL, doubles.reference_attention))
 
 
 try:

@@ -1,10 +1,9 @@
-"""A kernel tried against SDPA on real calls. The first-call check: thresholds from the H200, where
-SageAttention 2 lands at relative L2 <= 0.042 (cosine >= 0.999) and sageattention 1.0.6 at 77 keys
-at 0.28 with cosine 0.999 (cosine alone cannot tell). Measured routing: the arms in interleaved
-rounds, each arm's median round, so one transient cannot lock a bucket to the wrong side; the
-kernel must win by ``TIE_MARGIN`` (a near tie goes to SDPA, the exact kernel). Both arms are warm
-(the call and its check ran them), so a round is one call each: a bucket costs six calls, under 1%
-of a 20-step FLUX generation's 1140 attention calls."""
+"""Measured routing's clock: a kernel timed against SDPA on a real call, once per shape bucket. The
+arms run in interleaved rounds and each arm's median round counts, so one transient cannot lock a
+bucket to the wrong side; the kernel must win by ``TIE_MARGIN`` (a near tie goes to SDPA, the exact
+kernel). Both arms are warm (the call and its check ran them), so a round is one call each: a bucket
+costs six calls, under 1% of a 20-step FLUX generation's 1140 attention calls. ``fingerprint`` is
+what a decision depends on besides its bucket (the routing store keys saved decisions on it)."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,48 +13,8 @@ from typing import Callable, Optional
 
 import torch
 
-MIN_COSINE, MAX_REL_L2 = 0.99, 0.10
 REPEATS, ROUNDS, TIE_MARGIN = 1, 3, 0.03
 Clock = Callable[..., float]  # (arm, fn, device, bucket) -> ms a call of fn takes
-
-
-@dataclasses.dataclass(frozen=True)
-class CheckKey:
-    device: str
-    dtype: str
-    head_dim: int
-    kernel: str
-    keys: str = "long"  # key-length class, "short" or "long" (decide.SHORT_KEYS)
-
-    def label(self) -> str:
-        return f"{self.device} {self.dtype} d{self.head_dim} {self.keys} keys {self.kernel}"
-
-
-@dataclasses.dataclass(frozen=True)
-class CheckResult:
-    key: CheckKey
-    passed: bool
-    cosine: float = float("nan")
-    rel_l2: float = float("inf")
-    finite: bool = False  # a key whose kernel later returned NaN or inf keeps CheckResult(key, False)
-
-    def describe(self) -> str:
-        return (f"{'passed' if self.passed else 'FAILED'}: cosine {self.cosine:.5f} (min {MIN_COSINE}), relative L2 "
-                f"{self.rel_l2:.4f} (max {MAX_REL_L2})" + ("" if self.finite else ", kernel output not finite"))
-
-
-def compare(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float, bool]:
-    """(cosine, relative L2, whether ``out`` is finite) of ``out`` against ``ref``, in fp32."""
-    o, r = out.detach().reshape(-1).float(), ref.detach().reshape(-1).float()
-    if not bool(torch.isfinite(o).all()):
-        return float("nan"), float("inf"), False
-    rel = torch.linalg.vector_norm(o - r) / torch.linalg.vector_norm(r).clamp_min(1e-12)
-    return float(torch.nn.functional.cosine_similarity(o, r, dim=0, eps=1e-12)), float(rel), True
-
-
-def judge(key: CheckKey, out: torch.Tensor, ref: torch.Tensor) -> CheckResult:
-    cosine, rel_l2, finite = compare(out, ref)
-    return CheckResult(key, finite and cosine >= MIN_COSINE and rel_l2 <= MAX_REL_L2, cosine, rel_l2, finite)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,8 +26,12 @@ class BucketKey:
     q_bucket: int  # the query and key lengths, rounded up to powers of two
     kv_bucket: int
 
-    def label(self) -> str:
+    def describe(self) -> str:
         return f"{self.device} {self.q_bucket}x{self.kv_bucket} tokens, {self.dtype} d{self.head_dim}"
+
+    def with_kernel(self) -> str:
+        """The bucket and its kernel in words: the routing store's key, and Status's."""
+        return f"{self.kernel} {self.describe()}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,7 +47,7 @@ class Decision:
 
     def describe(self) -> str:
         sage = "failed" if self.sage_ms is None else f"{self.sage_ms:.3f} ms"
-        return (f"{self.key.label()}: Sage {sage} vs SDPA {self.sdpa_ms:.3f} ms -> "
+        return (f"{self.key.describe()}: Sage {sage} vs SDPA {self.sdpa_ms:.3f} ms -> "
                 f"{'Sage' if self.use_sage else 'SDPA'}"
                 + (" (saved)" if self.saved else ""))
 

@@ -1,0 +1,49 @@
+"""The first-call check: a kernel's output on a real call against SDPA's. Thresholds from the H200,
+where SageAttention 2 lands at relative L2 <= 0.042 (cosine >= 0.999) and sageattention 1.0.6 at 77
+keys at 0.28 with cosine 0.999 (cosine alone cannot tell)."""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+MIN_COSINE, MAX_REL_L2 = 0.99, 0.10
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckKey:
+    device: str
+    dtype: str
+    head_dim: int
+    kernel: str
+    keys: str = "long"  # key-length class, "short" or "long" (decide.SHORT_KEYS)
+
+    def describe(self) -> str:
+        return f"{self.device} {self.dtype} d{self.head_dim} {self.keys} keys {self.kernel}"
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckResult:
+    key: CheckKey
+    passed: bool
+    cosine: float = float("nan")
+    rel_l2: float = float("inf")
+    finite: bool = False  # a key whose kernel later returned NaN or inf keeps CheckResult(key, False)
+
+    def describe(self) -> str:
+        return (f"{'passed' if self.passed else 'FAILED'}: cosine {self.cosine:.5f} (min {MIN_COSINE}), relative L2 "
+                f"{self.rel_l2:.4f} (max {MAX_REL_L2})" + ("" if self.finite else ", kernel output not finite"))
+
+
+def compare(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float, bool]:
+    """(cosine, relative L2, whether ``out`` is finite) of ``out`` against ``ref``, in fp32."""
+    o, r = out.detach().reshape(-1).float(), ref.detach().reshape(-1).float()
+    if not bool(torch.isfinite(o).all()):
+        return float("nan"), float("inf"), False
+    rel = torch.linalg.vector_norm(o - r) / torch.linalg.vector_norm(r).clamp_min(1e-12)
+    return float(torch.nn.functional.cosine_similarity(o, r, dim=0, eps=1e-12)), float(rel), True
+
+
+def judge(key: CheckKey, out: torch.Tensor, ref: torch.Tensor) -> CheckResult:
+    cosine, rel_l2, finite = compare(out, ref)
+    return CheckResult(key, finite and cosine >= MIN_COSINE and rel_l2 <= MAX_REL_L2, cosine, rel_l2, finite)

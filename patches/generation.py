@@ -1,0 +1,44 @@
+"""One sampling run (a generation) of one scoped model. Its router holds it for the thread that samples,
+opened and closed by the sampling wrappers (sampling.py), the way ComfyUI's EasyCache keeps its holder in
+the model's options and resets it from its sampling wrapper; only that thread writes it, so it needs no
+lock. At its end the ledger adds it to the run's record and the session's totals."""
+from __future__ import annotations
+
+import collections
+import time
+
+import torch
+
+from .checks import CheckKey
+from .ledger import Tally
+
+
+class Generation:
+    def __init__(self, model_label: str = "", run_id=None):
+        self.model_label, self.run_id = model_label, run_id
+        self.tallies: dict[str, Tally] = collections.defaultdict(Tally)  # device -> what became of its calls
+        self.oom: set[str] = set()         # devices that ran out of memory in this run
+        self.in_steps = True               # the current step lies inside the step window
+        self.flags: list[tuple[CheckKey, torch.Tensor]] = []  # kernel outputs' finite flags, read once a step
+        self.hooks: dict[int, list] = {}   # ControlNet model id -> its hook handles (override_hooks.py)
+        self.calls_seen = 0                # attention calls that reached the router
+        self.started, self.measuring_ms = time.perf_counter(), 0.0
+        self.said_override = False         # the override found at a step is not the Scope's: said once
+
+    def elapsed_ms(self) -> float:
+        return (time.perf_counter() - self.started) * 1e3
+
+    def take_bad_keys(self) -> set[CheckKey]:
+        """Keys with a NaN or inf in a kernel output since the last call: one sync per device."""
+        flags, self.flags = self.flags, []
+        finite = {d: iter(torch.stack([f for _, f in flags if f.device == d]).tolist())
+                  for d in {f.device for _, f in flags}}
+        return {key for key, flag in flags if not next(finite[flag.device])}
+
+    def save_tallies(self) -> dict[str, Tally]:
+        return {device: tally.copy() for device, tally in self.tallies.items()}
+
+    def restore_tallies(self, saved: dict[str, Tally]) -> None:
+        """Back to ``saved`` (a step run again: its discarded pass uncounted)."""
+        self.tallies.clear()
+        self.tallies.update((device, tally.copy()) for device, tally in saved.items())

@@ -1,0 +1,125 @@
+"""What the pack has learned about this machine, for as long as ComfyUI runs: which kernel each choice
+binds on each device, the first-call checks' verdicts, measured routing's decisions per shape bucket,
+and the devices retired after repeated kernel errors. ``decide`` and the router read it; nothing here
+is a count or a report (that is the ledger's). Every write holds the lock: models sample on more than
+one thread (two prompts, two GPUs)."""
+from __future__ import annotations
+
+import collections
+import threading
+from typing import Callable, Optional
+
+import torch
+
+from . import backends, timing
+from .checks import CheckKey, CheckResult
+from .reasons import TRITON_RETIRE_AFTER, Fault
+from .timing import BucketKey, Decision
+
+
+class Knowledge:
+    def __init__(self, *, store=None, clock: timing.Clock = timing.event_clock,
+                 finder: backends.Finder = backends.Finder()):
+        self.lock = threading.RLock()
+        self.clock, self.finder, self.store = clock, finder, store
+        self.extra_backends: dict[str, backends.Backend] = {}  # test doubles, benchmark probes
+        self.resolutions: dict[tuple[str, str], backends.Resolution] = {}
+        self.checks: dict[CheckKey, CheckResult] = {}
+        self.decisions: dict[BucketKey, Decision] = {}
+        self.retired: dict[str, str] = {}  # device -> why
+        self.triton_streak: collections.Counter = collections.Counter()  # device -> Triton faults in a row
+
+    # -- kernels --------------------------------------------------------------------------------
+
+    def backend(self, name: str) -> Optional[backends.Backend]:
+        return self.extra_backends.get(name) or backends.REGISTRY.get(name)
+
+    def add_backend(self, backend: Optional[backends.Backend], name: str = "") -> None:
+        """Adds ``backend`` (None: takes back ``name``); what was resolved before is forgotten."""
+        with self.lock:
+            if backend is None:
+                self.extra_backends.pop(name, None)
+            else:
+                self.extra_backends[backend.name] = backend
+            self.resolutions.clear()
+
+    def names(self) -> list[str]:
+        return ["auto", *backends.REGISTRY, *self.extra_backends]
+
+    def usable(self, devices: list[torch.device]) -> list[str]:
+        """``auto`` and every kernel bound on one of ``devices``."""
+        return ["auto"] + [n for n in self.names()[1:] if any(self.kernel(n, d).bound for d in devices)]
+
+    def kernel(self, choice: str, device: torch.device) -> backends.Resolution:
+        """The kernel ``choice`` binds on ``device`` (found once, then remembered), or why none does."""
+        key = (choice, str(device))
+        found = self.resolutions.get(key)
+        if found is None:
+            with self.lock:
+                found = self.resolutions.setdefault(key, self.finder.find(choice, torch.device(device), self.backend))
+        return found
+
+    # -- first-call checks ----------------------------------------------------------------------
+
+    def check(self, key: CheckKey) -> Optional[CheckResult]:
+        return self.checks.get(key)
+
+    def record_check(self, result: CheckResult) -> None:
+        with self.lock:
+            self.checks[result.key] = result
+
+    def switch_off(self, key: CheckKey) -> None:
+        """A kernel that returned NaN/inf after passing its check: its calls of that kind stay on SDPA."""
+        self.record_check(CheckResult(key, False))
+
+    # -- measured routing -----------------------------------------------------------------------
+
+    def decision(self, key: BucketKey) -> Optional[Decision]:
+        return self.decisions.get(key)
+
+    def record_decision(self, decision: Decision) -> Decision:
+        """Keeps the bucket's first decision (two threads may time one bucket at once); returns the one kept."""
+        with self.lock:
+            return self.decisions.setdefault(decision.key, decision)
+
+    def measure(self, key: BucketKey, run_sage: Callable, run_sdpa: Callable, device: torch.device,
+                version: str) -> tuple[Decision, float]:
+        """(the bucket's decision, the ms spent timing): the one earlier sessions agreed on, else timed now.
+        A kernel that raises while timed loses the bucket; the error propagates."""
+        store, where = self.store, (timing.fingerprint(key.device, version), key.with_kernel())
+        saved = store.agreed(*where) if store is not None else None
+        if saved is not None:
+            return self.record_decision(Decision(key, saved["sage_ms"], saved["sdpa_ms"], True)), 0.0
+        try:
+            sage_ms, sdpa_ms, spent = timing.time_both(self.clock, run_sage, run_sdpa, device, key)
+        except Exception:
+            self.record_decision(Decision(key, None, float("nan")))
+            raise
+        decision = self.record_decision(Decision(key, sage_ms, sdpa_ms))
+        if store is not None:
+            store.offer(*where, decision.use_sage, sage_ms, sdpa_ms)
+        return decision, spent
+
+    # -- devices --------------------------------------------------------------------------------
+
+    def retired_why(self, device: str) -> Optional[str]:
+        return self.retired.get(device)
+
+    def note_fault(self, device: str, fault: Optional[Fault]) -> bool:
+        """Counts Triton faults in a row (anything else ends the row); True when one retires the device."""
+        with self.lock:
+            self.triton_streak[device] = self.triton_streak[device] + 1 if fault is Fault.TRITON else 0
+            if device not in self.retired and self.triton_streak[device] >= TRITON_RETIRE_AFTER:
+                self.retired[device] = f"{self.triton_streak[device]} Triton errors in a row"
+                return True
+        return False
+
+    def snapshot(self) -> dict[str, dict]:
+        """Per device: why it is retired (or None), its checks' results and its routing decisions (frozen
+        records, read without the lock after this)."""
+        with self.lock:
+            devices = sorted({*self.retired, *(k.device for k in self.checks), *(k.device for k in self.decisions)})
+            return {device: {
+                "retired": self.retired.get(device),
+                "checks": [result for result in self.checks.values() if result.key.device == device],
+                "decisions": [d for d in self.decisions.values() if d.key.device == device]} for device in devices}

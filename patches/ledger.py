@@ -1,0 +1,166 @@
+"""What the pack reports: what became of each attention call (``Tally``, per device), per generation,
+per run (a prompt) and per session, what the Scope did with each model, and which kernel each device
+uses. The Status and Compare nodes render ``Ledger.snapshot``; nothing here steers a call (that is the
+knowledge's). Written under the lock: generations end on more than one thread."""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import threading
+from typing import Any, Optional
+
+from .reasons import Reason
+
+SDPA_ROUTE = "SDPA"  # a measured bucket's route when its calls stay on SDPA; else the kernel's name
+
+
+@dataclasses.dataclass
+class Tally:
+    """What became of one device's attention calls: on the kernel, or on SDPA and why."""
+    kernel: int = 0
+    declined: collections.Counter = dataclasses.field(default_factory=collections.Counter)  # Reason -> calls
+    faults: collections.Counter = dataclasses.field(default_factory=collections.Counter)    # Fault -> calls
+    masks_dropped: int = 0       # a mask dropped (masks nothing) or the keys it masks left out
+    copied: int = 0              # the kernel got copies of q/k/v (call.Call.copies)
+    no_block_positions: int = 0  # a block window could not place the call (the model says no block)
+    routes: collections.Counter = dataclasses.field(default_factory=collections.Counter)  # (BucketKey, route): calls
+
+    def add(self, other: "Tally") -> None:
+        self.kernel += other.kernel
+        self.masks_dropped += other.masks_dropped
+        self.copied += other.copied
+        self.no_block_positions += other.no_block_positions
+        for mine, theirs in ((self.declined, other.declined), (self.faults, other.faults),
+                             (self.routes, other.routes)):
+            mine.update(theirs)
+
+    def copy(self) -> "Tally":
+        copied = Tally()
+        copied.add(self)
+        return copied
+
+    def as_dict(self) -> dict[str, Any]:
+        """The Status payload's counters (stable keys: the Reason and Fault values)."""
+        sdpa = {reason.value: n for reason, n in sorted(self.declined.items(), key=lambda kv: kv[0].value) if n}
+        return {"sage": self.kernel, "sdpa": sdpa, "sdpa_total": sum(sdpa.values()),
+                "faults": {fault.value: n for fault, n in sorted(self.faults.items(), key=lambda kv: kv[0].value) if n},
+                "masks_dropped": self.masks_dropped, "copied": self.copied,
+                "no_block_positions": self.no_block_positions}
+
+
+@dataclasses.dataclass
+class RunRecord:
+    """One model's part of a run (a prompt): what the Scope did with it, its calls and sampling time."""
+    note: str
+    tallies: dict = dataclasses.field(default_factory=dict)  # device -> Tally
+    sampling_ms: float = 0.0
+    timing_ms: float = 0.0  # of which spent timing kernels (measured routing)
+
+
+class Ledger:
+    def __init__(self):
+        self.lock = threading.RLock()
+        self.said: set = set()  # keys of log lines said once a session (first_time)
+        self.run_id = None      # the run (prompt) whose records ``run`` holds: the one place that says so
+        self.run: dict[str, RunRecord] = {}
+        self.names_in_run: dict[str, list[int]] = {}  # a model's name -> the ids of this run's models of that name
+        self.reset()
+
+    def reset(self) -> None:
+        """What the Status node's reset clears: the counters and per-run records."""
+        with self.lock:
+            self.totals: dict[str, Tally] = collections.defaultdict(Tally)
+            self.last: dict[str, Tally] = {}  # the last generation's, per device
+            self.last_ms = (0.0, 0.0)         # its wall time, and the part spent timing kernels
+            self.generations = 0
+            self.models: dict[str, str] = {}  # model label -> what the Scope did with it, this session
+            self.kernel_lines: dict[str, dict[str, dict]] = {}  # device -> kernel choice -> what it bound
+            self.run = {}
+
+    def first_time(self, *key) -> bool:
+        """True the first time ``key`` is seen this session: for log-once messages."""
+        with self.lock:
+            new = key not in self.said
+            self.said.add(key)
+            return new
+
+    def _enter_run(self, run_id) -> None:
+        """A new run (prompt) forgets the last one's records and model numbering (ComfyUI may reload models)."""
+        if run_id != self.run_id:
+            self.run_id, self.run, self.names_in_run = run_id, {}, {}
+
+    def record(self, run_id, label: str) -> RunRecord:
+        """The model's record in run ``run_id``."""
+        with self.lock:
+            self._enter_run(run_id)
+            return self.run.setdefault(label, RunRecord(self.models.get(label, "scoped")))
+
+    def model_label(self, name: str, model, run_id=None) -> str:
+        """``name``, numbered where another model of this run has it too (Wan 2.2's two experts, in the
+        order their Scopes ran)."""
+        with self.lock:
+            self._enter_run(run_id)
+            seen = self.names_in_run.setdefault(name, [])
+            seen += [] if id(model) in seen else [id(model)]
+            return name if seen.index(id(model)) == 0 else f"{name} #{seen.index(id(model)) + 1}"
+
+    def note_model(self, label: str, note: str, run_id=None) -> None:
+        """What the Scope did with a model ("scoped", "passed through unchanged: ...", "replaced by ...")."""
+        with self.lock:
+            self.models[label] = self.record(run_id, label).note = note
+
+    def note_kernel(self, device: str, choice: str, kernel: Optional[str], version: Optional[str], why: str) -> bool:
+        """The kernel ``choice`` bound on ``device``, for Status; True where this session had not said it yet."""
+        with self.lock:
+            if choice in self.kernel_lines.get(device, {}):
+                return False
+            self.kernel_lines.setdefault(device, {})[choice] = {"kernel": kernel, "why": why, "version": version}
+            return self.first_time("kernel", device, choice)
+
+    def count_outside_scope(self, device: str) -> None:
+        """A call of a scoped model made while no generation is open (a forward outside sampling)."""
+        with self.lock:
+            self.totals[device].declined[Reason.OUTSIDE_SCOPE] += 1
+
+    def end_generation(self, generation, wall_ms: float) -> None:
+        """Adds a finished ``generation.Generation`` (``wall_ms`` long) to its run's record and the session's
+        totals."""
+        with self.lock:
+            self.generations += 1
+            self.last_ms = (wall_ms, generation.measuring_ms)
+            record = self.record(generation.run_id, generation.model_label)
+            record.sampling_ms += self.last_ms[0]
+            record.timing_ms += self.last_ms[1]
+            if generation.tallies:
+                self.last = {device: tally.copy() for device, tally in generation.tallies.items()}
+            for device, tally in generation.tallies.items():
+                self.totals[device].add(tally)
+                record.tallies.setdefault(device, Tally()).add(tally)
+
+    def snapshot(self, run_id=None) -> dict[str, Any]:
+        """What the ledger holds, as plain data (``run``: the models of run ``run_id``, empty where that
+        prompt scoped none), plus each device's calls per measured bucket (``bucket_calls``)."""
+        with self.lock:
+            run = self.run if run_id is None or run_id == self.run_id else {}
+            devices = sorted({*self.totals, *self.kernel_lines})
+            return {
+                "generations": self.generations,
+                "last_ms": {"sampling": self.last_ms[0], "timing": self.last_ms[1]},
+                "run": [{"model": label, "note": r.note, "sampling_ms": r.sampling_ms, "timing_ms": r.timing_ms,
+                         "devices": {d: t.as_dict() for d, t in r.tallies.items()}} for label, r in run.items()],
+                "models": [{"model": label, "note": note} for label, note in self.models.items()],
+                "devices": {d: {"kernels": dict(self.kernel_lines.get(d, {})),
+                                "session": (self.totals.get(d) or Tally()).as_dict(),
+                                "last_generation": (self.last.get(d) or Tally()).as_dict(),
+                                "bucket_calls": {"last": dict(_calls_per_bucket(self.last.get(d))),
+                                                 "session": dict(_calls_per_bucket(self.totals.get(d)))}}
+                            for d in devices}}
+
+
+def _calls_per_bucket(tally: Optional[Tally]) -> collections.Counter:
+    """Calls per measured bucket, keyed as ``BucketKey.with_kernel`` says it."""
+    counts = collections.Counter()
+    for (bucket, _route), n in (tally.routes.items() if tally else ()):
+        counts[bucket.with_kernel()] += n
+    return counts
+
