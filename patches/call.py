@@ -83,6 +83,11 @@ class Call:
     def device(self) -> torch.device:
         return self.q.device
 
+    @property
+    def device_name(self) -> str:
+        """``str(device)``: the key of every per-device record."""
+        return str(self.q.device)
+
     def layout_problem(self) -> Optional[str]:
         """Why no kernel can take these tensors, even copied, or None."""
         q, k, v = self.q, self.k, self.v

@@ -20,12 +20,12 @@ SHORT_KEYS = 512  # accuracy depends on the key length too (1.0.6: wrong at 77 k
 
 
 def check_key(call: Call, backend: Backend) -> CheckKey:
-    return CheckKey(str(call.device), str(call.q.dtype)[6:], call.head_dim, backend.name,
+    return CheckKey(call.device_name, str(call.q.dtype)[6:], call.head_dim, backend.name,
                     "short" if call.kv_len < SHORT_KEYS else "long")
 
 
 def bucket_key(call: Call, backend: Backend) -> BucketKey:
-    return BucketKey(str(call.device), backend.name, str(call.q.dtype)[6:], call.head_dim, bucket(call.q_len),
+    return BucketKey(call.device_name, backend.name, str(call.q.dtype)[6:], call.head_dim, bucket(call.q_len),
                      bucket(call.kv_len))
 
 
@@ -60,7 +60,7 @@ def decide(call: Call, backend: Optional[Backend], settings: Settings, knowledge
                        zip((settings.first_blocks, settings.last_blocks), backend.edge_blocks))
         if call.block[1] < first or call.block[1] >= call.block[2] - last:
             return Reason.OUTSIDE_BLOCKS
-    device = str(call.device)
+    device = call.device_name
     if knowledge.retired_why(device) is not None:
         return Reason.DEVICE_RETIRED
     if device in generation.oom:

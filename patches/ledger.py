@@ -110,7 +110,10 @@ class Ledger:
             self.models[label] = self.record(run_id, label).note = note
 
     def note_kernel(self, device: str, choice: str, kernel: Optional[str], version: Optional[str], why: str) -> bool:
-        """The kernel ``choice`` bound on ``device``, for Status; True where this session had not said it yet."""
+        """The kernel ``choice`` bound on ``device``, for Status; True where this session had not said it yet.
+        Every routed call asks: the common answer (noted already) is read without the lock."""
+        if choice in self.kernel_lines.get(device, {}):
+            return False
         with self.lock:
             if choice in self.kernel_lines.get(device, {}):
                 return False

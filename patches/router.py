@@ -88,7 +88,7 @@ class Router:
     def count(self, call: Optional[Call], reason: Optional[Reason]) -> None:
         """Counts the route ``decline_reason`` gave the call: a declined call by its reason (on the
         session's totals outside a generation); a call the kernel takes is counted by ``run``."""
-        device = str(call.device) if call is not None else "unknown"
+        device = call.device_name if call is not None else "unknown"
         if reason is Reason.OUTSIDE_SCOPE:
             self.session.ledger.count_outside_scope(device)
             return
@@ -110,7 +110,7 @@ class Router:
         """The kernel on an eligible call; its first call of a kind checked, its shape bucket timed once."""
         settings, knowledge, generation, bound = (self.settings, self.session.knowledge, self.generation,
                                                   self.bound(call.device))
-        tally, key = generation.tallies[str(call.device)], check_key(call, bound.backend)
+        tally, key = generation.tallies[call.device_name], check_key(call, bound.backend)
         try:
             out, layout = bound(call, settings)
         except Exception as exc:  # noqa: BLE001 - a kernel failure must never lose a generation
@@ -124,7 +124,7 @@ class Router:
                 return reference
         else:  # after the check: a device-side flag, read once a step (sampling.guarded)
             generation.flags.append((key, torch.isfinite(out.sum(dtype=torch.float32))))
-        knowledge.note_fault(str(call.device), None)
+        knowledge.note_fault(call.device_name, None)
         bucket = bucket_key(call, bound.backend)
         if settings.routing == ROUTING_MEASURED and knowledge.decision(bucket) is None:
             try:
@@ -165,7 +165,7 @@ class Router:
 
     def fault(self, exc: BaseException, call: Call, func, args, kwargs):
         """Counts and says a kernel failure; the call runs on SDPA."""
-        kind, device, generation = classify(exc), str(call.device), self.generation
+        kind, device, generation = classify(exc), call.device_name, self.generation
         knowledge, ledger = self.session.knowledge, self.session.ledger
         tally = generation.tallies[device]
         tally.faults[kind] += 1

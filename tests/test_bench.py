@@ -5,6 +5,7 @@ import collections
 import importlib.util
 import shutil
 import subprocess
+import sys
 
 import pytest
 import torch
@@ -161,3 +162,13 @@ def test_the_video_and_dit_run_of_the_gpu_issue_runs_small(session, model):
     for name in ("scope", "always"):
         (counts,) = results[name]["counts"].values()
         assert counts["sage"] > 0 and results[name]["rel_l2"] < 1e-3, (name, counts)
+
+
+def test_router_cost_runs_each_tree_in_its_own_process_and_prints_one_row_each(tmp_path):
+    """bench/router_cost.py: the router's per-call cost beside an earlier tree (here a copy of this one)."""
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "router_cost.py"), "--runs", "1",
+                          "--compare", str(_this_tree(tmp_path))], capture_output=True, text=True, check=True).stdout
+    rows = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| this tree") or
+            line.startswith("| previous")]
+    assert [r[0].strip() for r in rows] == ["this tree", "previous"]
+    assert all(float(cell) > 0 for row in rows for cell in row[1:])

@@ -1,0 +1,94 @@
+"""Per call, the router's own cost on the CPU: tiny tensors, so that the router dominates; a declined call
+(too short) and an eligible one on a CPU kernel double (routing always, no first-call check), each
+against the function it ends in called bare. Microseconds, the median of rounds; one thread.
+
+    python bench/router_cost.py [--compare DIR] [--runs 3]
+
+--compare DIR runs an earlier tree of the pack (``git archive`` of a commit) the same way, in turns
+with this one, each in a process of its own (``SAS_PACK_ROOT``), and prints both."""
+import argparse
+import importlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parents[1] / "tests"
+if __name__ == "__main__" and "--child" not in sys.argv:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--compare", type=Path, help="an earlier tree of the pack")
+    parser.add_argument("--runs", type=int, default=3, help="processes per tree, in turns")
+    args = parser.parse_args()
+    trees = {"this tree": Path(__file__).resolve().parents[1], **({"previous": args.compare} if args.compare else {})}
+    results = {name: [] for name in trees}
+    for _ in range(args.runs):
+        for name, tree in trees.items():
+            env = dict(os.environ, SAS_PACK_ROOT=str(tree.resolve()), PYTHONPATH=str(TESTS))
+            out = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True,
+                                 check=True).stdout.strip().splitlines()[-1]
+            results[name].append(json.loads(out))
+    print("| tree | router on a declined call (us) | router on a kernel call (us) | bare SDPA call (us) |")
+    print("|---|---|---|---|")
+    for name, runs in results.items():
+        cells = [statistics.median(r[key] for r in runs) for key in
+                 ("router on a declined call", "router on a kernel call", "declined: bare SDPA")]
+        print(f"| {name} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
+    sys.exit(0)
+
+sys.path.insert(0, str(TESTS))
+import sas_harness  # noqa: E402
+sas_harness.boot()
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from sas_harness.host import import_pack  # noqa: E402
+
+pack = import_pack()
+from sas_harness.doubles import make_kernel, reference_attention  # noqa: E402
+from sas_harness.models import tiny_flux  # noqa: E402
+
+P = pack.patches
+session = P.Session(store=None)
+getattr(session, "knowledge", session).add_backend(make_kernel("double", reference_attention))
+
+
+def router_for(**settings):
+    model = P.apply_scope(tiny_flux(), P.Settings(kernel="double", first_call_check=False, routing="always",
+                                                  **settings), session)
+    router = P.router_of(model)
+    if hasattr(P, "generation"):
+        generation = P.generation.Generation("bench", None)
+    else:
+        generation = importlib.import_module(pack.__name__ + ".patches.session").Generation(session, "bench", None)
+    router.local.generation = generation
+    return router
+
+
+def sdpa(q, k, v, heads, **kwargs):
+    qh, kh, vh = (t.unflatten(-1, (heads, -1)).transpose(1, 2) for t in (q, k, v))
+    return F.scaled_dot_product_attention(qh, kh, vh).transpose(1, 2).flatten(-2)
+
+
+q, k, v = (torch.randn(1, 64, 2 * 64) for _ in range(3))
+declining, taking = router_for(min_seq_len=100_000), router_for(min_seq_len=1)
+hnd = tuple(t.unflatten(-1, (2, -1)).transpose(1, 2) for t in (q, k, v))
+arms = {"declined: bare SDPA": lambda: sdpa(q, k, v, 2),
+        "declined: through the router": lambda: declining(sdpa, q, k, v, 2),
+        "kernel: bare double": lambda: reference_attention(*hnd),
+        "kernel: through the router": lambda: taking(sdpa, q, k, v, 2)}
+torch.set_num_threads(1)
+N, ROUNDS = 4000, 15
+times = {name: [] for name in arms}
+for _ in range(ROUNDS):
+    for name, fn in arms.items():
+        for _ in range(50):
+            fn()
+        start = time.perf_counter()
+        for _ in range(N):
+            fn()
+        times[name].append((time.perf_counter() - start) / N * 1e6)
+us = {name: statistics.median(t) for name, t in times.items()}
+print(json.dumps({**us, "router on a declined call": us["declined: through the router"] - us["declined: bare SDPA"],
+                  "router on a kernel call": us["kernel: through the router"] - us["kernel: bare double"]}))
