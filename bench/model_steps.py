@@ -16,7 +16,16 @@ released checkpoints' depth (FLUX.1 dev: 19 + 38 blocks); otherwise one or two b
 with image sizes runs at each --size, or at the one its NAME@SIZE names; video families at their
 own latent (Wan 2.1 14B 832x480x81, "Wan 2.2 5B" 1280x704x121, HunyuanVideo 848x480x73 under a
 short prompt's mask). --compare DIR runs the Scope arms of another tree of the pack in a process of
-its own, interleaved. The video and DiT run of the GPU issue (docs/gpu-runs.md):
+its own, interleaved.
+
+--whole [N] (default 20) times whole N-step generations instead, no node against the Scope's defaults:
+each arm's first generation (model loading, the first-call checks, measured routing), then
+``--rounds`` (default 1) more of each in turn, each timed from the sampler's start to its end (one
+synchronise before and after, none between steps); the Scope's first-generation measuring cost as
+its Status payload reports it (``last_ms``: the generation's sampling and kernel-timing ms), and
+again after the next generation (0 once routing is measured).
+
+The video and DiT run of the GPU issue (docs/gpu-runs.md):
 
     python bench/model_steps.py --depth full --family Wan "Wan 2.2 5B" HunyuanVideo SD3@1024 SD3@2048 Chroma@1024
 """
@@ -41,6 +50,7 @@ from sas_harness import arms as harness  # noqa: E402
 from sas_harness.arm_orders import balanced_orders  # noqa: E402
 from sas_harness.families import BENCH_MODELS, CASES, SIZES, lacking  # noqa: E402
 from sas_harness.host import comfyui_version, import_pack  # noqa: E402
+from sas_harness.models import flat_latent, sample  # noqa: E402
 from sas_harness.step_arms import Generations, rel_l2  # noqa: E402
 
 
@@ -127,6 +137,75 @@ def run_model(pack, family, size, args, device, dtype, remote=None) -> dict:
     return results
 
 
+def whole_generation(gens, name: str, steps: int, device) -> tuple[torch.Tensor, float]:
+    """One ``steps``-step generation of arm ``name``: its final latent and its wall ms from the
+    sampler's start to its end (a synchronise before and after; none between the steps)."""
+    def now():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        return time.perf_counter()
+    started = now()
+    out = sample(gens.arms[name], gens.cond, latent_hw=gens.latent_hw, channels=gens.channels, steps=steps, seed=0,
+                 latent=gens.latent() if gens.latent else None)
+    return flat_latent(out).float(), (now() - started) * 1e3
+
+
+def run_whole(pack, family, size, args, device, dtype) -> dict:
+    """Whole ``args.whole``-step generations, no node against the Scope's defaults (``--kernel``,
+    ``--scope``): each arm's first generation, then ``args.rounds`` (default 1) more of each in turn."""
+    arms = {"no node": None, "scope": {"kernel": args.kernel, **parse_inputs(args.scope)}}
+    started = time.perf_counter()
+    gens = Generations(pack, family, size, args.depth, args.small, dtype, device, arms)
+    built_s = time.perf_counter() - started
+    print(f"{family}{f' {size}²' if size else ''}: model built in {built_s:.1f} s (apart from every generation)",
+          flush=True)
+    status = pack.nodes.status.payload
+    results = {name: {"first_ms": None, "ms": [], "status_first": None, "status_next": None} for name in arms}
+    reference = None
+    for name in arms:  # each arm's first generation: checks, measured routing, model loading
+        latent, ms = whole_generation(gens, name, args.whole, device)
+        results[name]["first_ms"] = ms
+        if name == "no node":
+            reference = latent
+        else:
+            results[name]["status_first"] = dict(status(pack.nodes.SESSION)["last_ms"])
+            results[name]["rel_l2"] = rel_l2(latent, reference)
+    for index in range(args.rounds or 1):
+        for name in balanced_orders(list(arms))[index % 2]:
+            _, ms = whole_generation(gens, name, args.whole, device)
+            results[name]["ms"].append(ms)
+            if name != "no node":
+                results[name]["status_next"] = dict(status(pack.nodes.SESSION)["last_ms"])
+                results[name]["counts"] = harness.counts(pack)
+    for result in results.values():
+        result["whole_ms"] = statistics.median(result["ms"])
+    results["no node"]["rel_l2"] = 0.0
+    results["built_s"] = built_s
+    gens = None
+    comfy.model_management.unload_all_models()
+    comfy.model_management.soft_empty_cache()
+    return results
+
+
+def whole_markdown(all_results: dict, header: str, steps: int) -> str:
+    lines = [header, "", f"| model | no node, s per {steps}-step generation | Scope, s | × no node | "
+             "final latent rel L2 vs no node | first generation s (no node / Scope) | Scope's first generation: "
+             "Status kernel-timing ms (% of a generation) | next generation: Status kernel-timing ms | "
+             "calls kernel/SDPA (last generation) |", "|---|---|---|---|---|---|---|---|---|"]
+    for label, results in all_results.items():
+        base, scoped = results["no node"], results["scope"]
+        first, following = scoped["status_first"] or {}, scoped["status_next"] or {}
+        device_counts = next(iter(scoped.get("counts", {}).values()), None)
+        calls = f"{device_counts['sage']}/{device_counts['sdpa_total']}" if device_counts else "–"
+        timing = first.get("timing", 0.0)
+        lines.append(f"| {label} | {base['whole_ms'] / 1e3:.2f} | {scoped['whole_ms'] / 1e3:.2f} | "
+                     f"{base['whole_ms'] / scoped['whole_ms']:.3f} | {scoped['rel_l2']:.5f} | "
+                     f"{base['first_ms'] / 1e3:.2f} / {scoped['first_ms'] / 1e3:.2f} | "
+                     f"{timing:.0f} ({100 * timing / scoped['whole_ms']:.2f}%) | {following.get('timing', 0.0):.0f} | "
+                     f"{calls} |")
+    return "\n".join(lines) + "\n"
+
+
 def peak_memory(run, result: dict, device):
     """``run``, noting the most GPU memory its generations held, weights included (this process's
     arms; another tree's arms run in their own process and report none)."""
@@ -168,8 +247,12 @@ def main(argv=None):
     parser.add_argument("--kernel", default="auto", help="the Scope's kernel input")
     parser.add_argument("--scope", nargs="*", default=[], help="more Scope inputs for the 'scope' arm, NAME=VALUE")
     parser.add_argument("--compare", type=Path, help="another tree of the pack, run beside this one")
+    parser.add_argument("--whole", type=int, nargs="?", const=20,
+                        help="whole generations of this many steps (default 20), no node against the Scope")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
+    if args.whole and args.compare:
+        parser.error("--whole runs this tree's arms only")
     pack = import_pack()
     harness.start_fresh(pack)
     device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
@@ -187,26 +270,35 @@ def main(argv=None):
             sized = family in SIZES and not args.small
             for size in (([int(at)] if at else args.size) if sized else [None]):
                 label = f"{family}{f' {size}²' if size else ''} ({'tiny' if args.small else args.depth + ' depth'})"
+                if args.whole:
+                    all_results[label] = run_whole(pack, family, size, args, device, dtype)
+                    print(label, json.dumps({n: r["whole_ms"] for n, r in all_results[label].items()
+                                             if isinstance(r, dict)}), flush=True)
+                    continue
                 all_results[label] = run_model(pack, family, size, args, device, dtype, remote)
                 print(label, json.dumps({n: r["ms_per_step"] for n, r in all_results[label].items()}), flush=True)
     finally:
         if remote is not None:
             remote.close()
     libraries = pack.nodes.status.payload(pack.nodes.SESSION)["libraries"]
-    header = (f"{args.steps} euler steps a generation ({args.warm_steps} warm-up + "
-              f"{args.steps - args.warm_steps} timed: the "
-              f"mean of the timed), median of the rounds (balanced orders); cfg 1, batch 1 (a step is one forward); "
-              f"{'float32 tiny configs' if args.small else 'bfloat16, random weights'}; peak GPU memory per arm; "
+    what = (f"whole {args.whole}-step euler generations, sampler start to end, after each arm's first; median of "
+            f"{args.rounds or 1} round(s)" if args.whole else
+            f"{args.steps} euler steps a generation ({args.warm_steps} warm-up + {args.steps - args.warm_steps} timed: "
+            f"the mean of the timed), median of the rounds (balanced orders)")
+    header = (f"{what}; cfg 1, batch 1 (a step is one forward); "
+              f"{'float32 tiny configs' if args.small else 'bfloat16, random weights'}"
+              f"{'' if args.whole else '; peak GPU memory per arm'}; "
               f"device {torch.cuda.get_device_name(0) if device.type == 'cuda' else 'CPU'}, "
               f"ComfyUI {comfyui_version()}, "
               f"torch {torch.__version__}, " + ", ".join(f"{n} {v or '(not installed)'}" for n, v in libraries.items())
               + f"; Scope kernel input {args.kernel}" + (f", scope arm {' '.join(args.scope)}" if args.scope else ""))
-    table = to_markdown(all_results, header)
+    table = whole_markdown(all_results, header, args.whole) if args.whole else to_markdown(all_results, header)
     print(table)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "model_steps.md").write_text(table)
-        (args.out / "model_steps.json").write_text(json.dumps(all_results, indent=1))
+        (args.out / ("whole_generations.md" if args.whole else "model_steps.md")).write_text(table)
+        (args.out / ("whole_generations.json" if args.whole else "model_steps.json")).write_text(
+            json.dumps(all_results, indent=1))
     return all_results
 
 

@@ -22,6 +22,16 @@
 #                                          #   carry: .device/c033 .device/sa2 .device/c075 (0.3.75's tree:
 #                                          #   tar -C .comfyui -cJf .device/c075/comfyui.tar.xz ComfyUI)
 #                                          #   carry: .device/c033 .device/sa2
+#     bash scripts/gpu-run.sh kitchen-0.2.40  # ComfyUI 0.3.75 + comfy-kitchen 0.2.40: GPU tests with kitchen_int8
+#                                      #   and with sageattention 1.0.6, FLUX.1 1024²/2048² per step on the kitchen
+#                                      #   carry: .device/k040 (av.tar.xz, kitchen.tar.xz, torchsde, trampoline and
+#                                      #   sageattention 1.0.6 wheels) .device/c075
+#     bash scripts/gpu-run.sh steps-0.33   # per step, one process per model of SAS_STEPS (NAME@SIZE, comma-separated;
+#     bash scripts/gpu-run.sh whole-0.33   #   each capped at SAS_STEP_S), then whole SAS_WHOLE_STEPS-step (20)
+#                                          #   generations, no node vs Scope, per model of SAS_WHOLE on 0.33 and of
+#                                          #   SAS_WHOLE_075 on 0.3.75 where .device/c075 came; the two modes are one,
+#                                          #   named for the archive. SAS_DEADLINE=$(( $(date +%s) + 560 )) ends every
+#                                          #   step in time for the archive. carry: .device/c033 .device/sa2 [.device/c075]
 # (base: PyAV, torchsde, trampoline, sageattention 1.0.6 and the ComfyUI tree.) Each writes its logs
 # and tables under $OUT (default .artifacts/gpu) as one tar.xz (the device tool brings back at most
 # 8 files) and prints a summary last. Every step's output is kept; a failed step is reported and
@@ -88,9 +98,13 @@ prepare_033() {
 
 unpack_033() {
   local part="$dev/c033" want
+  # a warm machine keeps /tmp between calls: unpacked by an earlier call of this session, still whole
+  [ -f /tmp/.sas-unpacked-033 ] && PYTHONPATH=/tmp/site:/tmp/kitchen python3 -c 'import av, comfy_kitchen' 2>/dev/null \
+    && grep -q '0.33.0' /tmp/comfyui-0.33/comfyui_version.py && { echo "unpacked already (warm machine)"; return 0; }
   for want in av.tar.xz kitchen.tar.xz comfyui.tar.xz; do
     [ -f "$part/$want" ] || { echo "missing $part/$want"; return 1; }
   done
+  rm -rf /tmp/site /tmp/kitchen /tmp/sa1 /tmp/sa2 /tmp/comfyui-0.33 /tmp/.sas-unpacked-*
   mkdir -p /tmp/site /tmp/kitchen /tmp/none
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
     "$part"/torchsde-*.whl "$part"/trampoline-*.whl "$part"/comfy_aimdo-*.whl "$part"/blake3-*.whl \
@@ -104,6 +118,30 @@ unpack_033() {
   # Arrived whole: each package imports, and the tree is the one the tests ran on.
   PYTHONPATH=/tmp/site:/tmp/kitchen python3 -c 'import av, comfy_kitchen, comfy_aimdo, blake3, simpleeval' || return 1
   grep -q '0.33.0' /tmp/comfyui-0.33/comfyui_version.py || return 1
+  touch /tmp/.sas-unpacked-033
+}
+
+# ComfyUI 0.3.75 with comfy-kitchen 0.2.40 (no ROCm backend) and sageattention 1.0.6: .device/k040 + .device/c075.
+unpack_k040() {
+  local part="$dev/k040" want
+  for want in av.tar.xz kitchen.tar.xz; do
+    [ -f "$part/$want" ] || { echo "missing $part/$want"; return 1; }
+  done
+  [ -f "$dev/c075/comfyui.tar.xz" ] || { echo "missing $dev/c075/comfyui.tar.xz"; return 1; }
+  rm -rf /tmp/site /tmp/kitchen /tmp/sa1 /tmp/ComfyUI /tmp/.sas-unpacked-*
+  mkdir -p /tmp/site /tmp/kitchen /tmp/none
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
+    "$part"/torchsde-*.whl "$part"/trampoline-*.whl || return 1
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/sa1 \
+    "$part"/sageattention-1.0.6-*.whl || return 1
+  tar -C /tmp/site -xJf "$part/av.tar.xz" && tar -C /tmp/kitchen -xJf "$part/kitchen.tar.xz" \
+    && tar -C /tmp -xJf "$dev/c075/comfyui.tar.xz" || return 1
+  # Arrived whole: each package imports with its version, and the tree is 0.3.75.
+  PYTHONPATH=/tmp/site:/tmp/kitchen python3 -c 'import av, torchsde, comfy_kitchen, importlib.metadata as m
+assert m.version("comfy_kitchen") == "0.2.40", m.version("comfy_kitchen")' || return 1
+  PYTHONPATH=/tmp/sa1 python3 -c 'import importlib.metadata as m; assert m.version("sageattention") == "1.0.6"' \
+    || return 1
+  grep -q '0.3.75' /tmp/ComfyUI/comfyui_version.py || return 1
 }
 
 # On the device machine: what was carried into /tmp. Two kernel sites that never meet (both
@@ -129,13 +167,22 @@ summary=()
 
 # step NAME SITE COMMAND...: runs COMMAND with SITE's kernel library on the path, its output in
 # logs/NAME.log, for at most SAS_STEP_S seconds (a call has 10 minutes: the archive must still be
-# written); the summary keeps its exit status (124: cut off) and last line.
+# written) and, where SAS_DEADLINE (epoch seconds) is set, never past 20 s before it (a step with
+# under 30 s left is skipped and said so); the summary keeps its exit status (124: cut off) and last line.
 step() {
-  local name="$1" site="$2"
+  local name="$1" site="$2" limit="${SAS_STEP_S:-3600}"
   shift 2
-  echo "== $name" >&2
+  if [ -n "${SAS_DEADLINE:-}" ]; then
+    local left=$(( SAS_DEADLINE - $(date +%s) - 20 ))
+    if [ "$left" -lt 30 ]; then
+      summary+=("$name: not run, ${left} s left before SAS_DEADLINE")
+      return
+    fi
+    [ "$left" -lt "$limit" ] && limit="$left"
+  fi
+  echo "== $name (at most $limit s)" >&2
   PYTHONPATH="/tmp/$site:/tmp/site:/tmp/kitchen:$root/tests:${PYTHONPATH:-}" COMFYUI_PATH="${COMFYUI_PATH:-/tmp/ComfyUI}" \
-    PYTHONUNBUFFERED=1 timeout "${SAS_STEP_S:-3600}" "$@" > "$logs/$name.log" 2>&1
+    PYTHONUNBUFFERED=1 timeout "$limit" "$@" > "$logs/$name.log" 2>&1
   local rc=$?
   summary+=("$name: exit $rc; $(tail -n 1 "$logs/$name.log")")
 }
@@ -143,6 +190,19 @@ step() {
 machine() {
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'
+}
+
+# per_model PREFIX SITE LIST ARGS...: bench/model_steps.py once per model of the comma-separated LIST
+# (NAME@SIZE for one image size), each in its own process and step, so SAS_STEP_S caps each model
+# and one slow model cannot take the others' time; tables in logs/PREFIX-N/.
+per_model() {
+  local prefix="$1" site="$2" list="$3" i=0 one
+  shift 3
+  IFS=, read -r -a models <<< "$list"
+  for one in "${models[@]}"; do
+    i=$((i + 1))
+    step "$prefix-$i" "$site" python3 bench/model_steps.py --depth full --family "$one" "$@" --out "$logs/$prefix-$i"
+  done
 }
 
 finish() {
@@ -156,7 +216,7 @@ case "$mode" in
     prepare ;;
   prepare-0.33)
     prepare_033 ;;
-  images-0.33|video-0.33|new-0.33|hosts)
+  images-0.33|video-0.33|new-0.33|hosts|steps-0.33|whole-0.33)
     mkdir -p "$logs"
     unpack_033 || { echo "unpacking the carried packages failed: were .device/c033 and .device/sa2 carried? (bash scripts/gpu-run.sh prepare-0.33)"; exit 1; }
     machine > "$logs/machine.txt"
@@ -191,7 +251,26 @@ case "$mode" in
     COMFYUI_PATH=/tmp/ComfyUI step steps-flux-0.3.75 sa2 python3 bench/model_steps.py --depth full --rounds 2 \
       --steps 4 --family FLUX.1@2048 --out "$logs/steps-flux-0.3.75"
   ;;&
-  images-0.33|video-0.33|new-0.33|hosts)
+  steps-0.33|whole-0.33)
+    # per step for SAS_STEPS, then whole generations for SAS_WHOLE (either may be empty; the mode names the archive)
+    [ -z "${SAS_STEPS:-}" ] || per_model steps sa2 "$SAS_STEPS" --rounds 2 --steps 4
+    [ -z "${SAS_WHOLE:-}" ] || per_model whole sa2 "$SAS_WHOLE" --whole "${SAS_WHOLE_STEPS:-20}"
+    if [ -n "${SAS_WHOLE_075:-}" ] && tar -C /tmp -xJf "$dev/c075/comfyui.tar.xz" 2>/dev/null; then
+      COMFYUI_PATH=/tmp/ComfyUI per_model whole-0.3.75 sa2 "$SAS_WHOLE_075" --whole "${SAS_WHOLE_STEPS:-20}"
+    fi
+  ;;&
+  images-0.33|video-0.33|new-0.33|hosts|steps-0.33|whole-0.33)
+    finish ;;
+  kitchen-0.2.40)
+    mkdir -p "$logs"
+    unpack_k040 || { echo "unpacking the carried packages failed: were .device/k040 and .device/c075 carried?"; exit 1; }
+    machine > "$logs/machine.txt"
+    export COMFYUI_PATH=/tmp/ComfyUI
+    SAS_STEP_S="${SAS_TESTS_S:-150}" SAS_GPU_RECORD="$logs/gpu-record-kitchen.jsonl" step gpu-tests-kitchen none env SAS_GPU_KERNEL=kitchen_int8 \
+      python3 -m pytest -m gpu -q -rs tests/test_gpu.py
+    SAS_STEP_S="${SAS_TESTS_S:-150}" SAS_GPU_RECORD="$logs/gpu-record-sa1.jsonl" step gpu-tests-sa1 sa1 python3 -m pytest -m gpu -q -rs tests/test_gpu.py
+    step steps-kitchen none python3 bench/model_steps.py --depth full --family FLUX.1 --size 1024 2048 \
+      --kernel kitchen_int8 --rounds 2 --steps 4 --out "$logs/steps-kitchen"
     finish ;;
   tests|kitchen|steps|video)
     mkdir -p "$logs"
@@ -223,6 +302,6 @@ case "$mode" in
   tests|kitchen|steps|video)
     finish ;;
   *)
-    echo "usage: bash scripts/gpu-run.sh prepare|tests|kitchen|steps|video|prepare-0.33|images-0.33|video-0.33|new-0.33|hosts" >&2
+    echo "usage: bash scripts/gpu-run.sh prepare|tests|kitchen|steps|video|prepare-0.33|images-0.33|video-0.33|new-0.33|hosts|steps-0.33|whole-0.33|kitchen-0.2.40" >&2
     exit 2 ;;
 esac

@@ -172,3 +172,24 @@ def test_router_cost_runs_each_tree_in_its_own_process_and_prints_one_row_each(t
             line.startswith("| previous")]
     assert [r[0].strip() for r in rows] == ["this tree", "previous"]
     assert all(float(cell) > 0 for row in rows for cell in row[1:])
+
+
+def test_whole_generations_time_each_arm_after_its_first_and_report_the_measuring_cost(session, tmp_path):
+    """--whole: one first generation per arm, then a timed one each; the Scope's measuring cost as its
+    Status payload gives it, after the first generation and after the next (where it is 0)."""
+    bench = load("model_steps")
+    kernel = RecordingKernel()
+    args = argparse.Namespace(kernel="double", scope=["min_seq_len=1"], depth="reduced", small=True, whole=2, rounds=1)
+    with registered(session, make_kernel("double", kernel, devices=("cpu",))):
+        results = bench.run_whole(pack(), "FLUX.1", None, args, CPU, torch.float32)
+    calls_per_step = 2  # tiny FLUX.1: one double- and one single-stream block
+    assert len(kernel.calls) == 2 * args.whole * calls_per_step  # the Scope's first generation and its timed one
+    scoped = results["scope"]
+    assert scoped["counts"]["cpu"]["sage"] == args.whole * calls_per_step and scoped["rel_l2"] < 1e-3
+    assert set(scoped["status_first"]) == {"sampling", "timing"} and scoped["status_next"]["timing"] == 0.0
+    assert all(len(results[name]["ms"]) == 1 and results[name]["first_ms"] > 0 for name in ("no node", "scope"))
+    table = bench.whole_markdown({"FLUX.1": results}, "header", args.whole)
+    assert "| FLUX.1 | " in table and "2-step generation" in table
+    # the command line, as the GPU run gives it (auto: no kernel on a CPU, so the Scope passes calls to SDPA)
+    bench.main(["--small", "--whole", "2", "--out", str(tmp_path)])
+    assert "whole 2-step euler generations" in (tmp_path / "whole_generations.md").read_text()
