@@ -25,7 +25,7 @@ synchronise before and after, none between steps); the Scope's first-generation 
 its Status payload reports it (``last_ms``: the generation's sampling and kernel-timing ms), and
 again after the next generation (0 once routing is measured).
 
-The video and DiT run of the GPU issue (docs/gpu-runs.md):
+The video and DiT run of the GPU issue (docs/bench/runs/README.md):
 
     python bench/model_steps.py --depth full --family Wan "Wan 2.2 5B" HunyuanVideo SD3@1024 SD3@2048 Chroma@1024
 """

@@ -152,7 +152,7 @@ def test_the_blind_ceiling_arm_sends_every_long_unmasked_call_to_the_kernel(sess
 
 @pytest.mark.parametrize("model", ["Wan", "Wan 2.2 5B", "HunyuanVideo", "SD3", "Chroma"])
 def test_the_video_and_dit_run_of_the_gpu_issue_runs_small(session, model):
-    """Each model of the GPU run's command (docs/gpu-runs.md) through every per-step arm at --small:
+    """Each model of the GPU run's command (docs/bench/runs/README.md) through every per-step arm at --small:
     the scoped arms reach the kernel double, and their latents match no node's."""
     bench = load("model_steps")
     args = argparse.Namespace(kernel="double", scope=["min_seq_len=1"], depth="reduced", small=True, steps=2,
