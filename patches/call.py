@@ -61,6 +61,7 @@ class Call:
     q_len: int = 0                       # the sequence axis is the second-to-last in both layouts
     kv_len: int = 0
     head_dim: int = 0
+    device_name: str = ""                # str(q.device): the key of every per-device record, made once a call
 
     @classmethod
     def from_comfy(cls, args: tuple, kwargs: dict[str, Any]) -> Optional["Call"]:
@@ -77,16 +78,12 @@ class Call:
         return cls(q, k, v, heads, a.get("mask"), hnd, bool(a.get("skip_output_reshape")), a.get("scale"),
                    allows_low_precision(a), bool(a.get("enable_gqa")), block,
                    HND if hnd else NHD, q.dtype if q.dtype == k.dtype == v.dtype else None, q.shape[-2], k.shape[-2],
-                   q.shape[-1] if hnd else q.shape[-1] // max(heads, 1))
+                   q.shape[-1] if hnd else q.shape[-1] // max(heads, 1), str(q.device))
 
     @property
     def device(self) -> torch.device:
         return self.q.device
 
-    @property
-    def device_name(self) -> str:
-        """``str(device)``: the key of every per-device record."""
-        return str(self.q.device)
 
     def layout_problem(self) -> Optional[str]:
         """Why no kernel can take these tensors, even copied, or None."""
@@ -185,8 +182,7 @@ class Call:
 
     def output(self, out: torch.Tensor, layout: str) -> torch.Tensor:
         """A kernel's output in ``layout``, shaped as ComfyUI's attention returns it."""
-        hnd = out if layout == HND else out.transpose(1, 2)
         if self.skip_output_reshape:
-            return hnd
-        b, h, n, d = hnd.shape
-        return hnd.transpose(1, 2).reshape(b, n, h * d)
+            return out if layout == HND else out.transpose(1, 2)
+        nhd = out if layout == NHD else out.transpose(1, 2)  # (B, N, H, D) -> (B, N, H*D)
+        return nhd.reshape(*nhd.shape[:2], -1)

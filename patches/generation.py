@@ -19,7 +19,7 @@ class Generation:
         self.tallies: dict[str, Tally] = collections.defaultdict(Tally)  # device -> what became of its calls
         self.oom: set[str] = set()         # devices that ran out of memory in this run
         self.in_steps = True               # the current step lies inside the step window
-        self.flags: list[tuple[CheckKey, torch.Tensor]] = []  # kernel outputs' finite flags, read once a step
+        self.flags: list[tuple[CheckKey, torch.Tensor]] = []  # kernel outputs' sums, read once a step
         self.hooks: dict[int, list] = {}   # ControlNet model id -> its hook handles (override_hooks.py)
         self.calls_seen = 0                # attention calls that reached the router
         self.started, self.measuring_ms = time.perf_counter(), 0.0
@@ -29,9 +29,10 @@ class Generation:
         return (time.perf_counter() - self.started) * 1e3
 
     def take_bad_keys(self) -> set[CheckKey]:
-        """Keys with a NaN or inf in a kernel output since the last call: one sync per device."""
+        """Keys with a NaN or inf in a kernel output since the last call (a sum is finite only where every
+        element is): one test and one sync per device."""
         flags, self.flags = self.flags, []
-        finite = {d: iter(torch.stack([f for _, f in flags if f.device == d]).tolist())
+        finite = {d: iter(torch.isfinite(torch.stack([f for _, f in flags if f.device == d])).tolist())
                   for d in {f.device for _, f in flags}}
         return {key for key, flag in flags if not next(finite[flag.device])}
 

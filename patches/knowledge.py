@@ -50,7 +50,7 @@ class Knowledge:
         """``auto`` and every kernel bound on one of ``devices``."""
         return ["auto"] + [n for n in self.names()[1:] if any(self.kernel(n, d).bound for d in devices)]
 
-    def kernel(self, choice: str, device: torch.device) -> backends.Resolution:
+    def kernel(self, choice: str, device: torch.device | str) -> backends.Resolution:
         """The kernel ``choice`` binds on ``device`` (found once, then remembered), or why none does."""
         key = (choice, str(device))
         found = self.resolutions.get(key)
@@ -89,15 +89,16 @@ class Knowledge:
         store, where = self.store, (timing.fingerprint(key.device, version), key.with_kernel())
         saved = store.agreed(*where) if store is not None else None
         if saved is not None:
-            return self.record_decision(Decision(key, saved["sage_ms"], saved["sdpa_ms"], True)), 0.0
+            return self.record_decision(Decision(key, saved["sage_ms"], saved["sdpa_ms"], True,
+                                                 saved.get("host_extra_ms", 0.0))), 0.0
         try:
-            sage_ms, sdpa_ms, spent = timing.time_both(self.clock, run_sage, run_sdpa, device, key)
+            sage_ms, sdpa_ms, spent, host_extra = timing.time_both(self.clock, run_sage, run_sdpa, device, key)
         except Exception:
             self.record_decision(Decision(key, None, float("nan")))
             raise
-        decision = self.record_decision(Decision(key, sage_ms, sdpa_ms))
+        decision = self.record_decision(Decision(key, sage_ms, sdpa_ms, host_extra_ms=host_extra))
         if store is not None:
-            store.offer(*where, decision.use_sage, sage_ms, sdpa_ms)
+            store.offer(*where, decision.use_sage, sage_ms, sdpa_ms, host_extra)
         return decision, spent
 
     # -- devices --------------------------------------------------------------------------------
@@ -106,7 +107,10 @@ class Knowledge:
         return self.retired.get(device)
 
     def note_fault(self, device: str, fault: Optional[Fault]) -> bool:
-        """Counts Triton faults in a row (anything else ends the row); True when one retires the device."""
+        """Counts Triton faults in a row (anything else ends the row); True when one retires the device.
+        Every kernel call ends a row: where none is open, that is read without the lock."""
+        if fault is not Fault.TRITON and not self.triton_streak.get(device):
+            return False
         with self.lock:
             self.triton_streak[device] = self.triton_streak[device] + 1 if fault is Fault.TRITON else 0
             if device not in self.retired and self.triton_streak[device] >= TRITON_RETIRE_AFTER:

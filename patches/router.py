@@ -71,9 +71,9 @@ class Router:
             return self.previous(comfy_attention, *args, **kwargs)
         return self.run(call, comfy_attention, args, kwargs)
 
-    def bound(self, device: torch.device) -> Optional[Bound]:
-        """The kernel this router's choice binds on ``device``, or None."""
-        return self.session.use_kernel(self.settings.kernel, device).bound
+    def bound(self, call: Call) -> Optional[Bound]:
+        """The kernel this router's choice binds on the call's device, or None."""
+        return self.session.use_kernel(self.settings.kernel, call.device_name).bound
 
     def decline_reason(self, call: Optional[Call]) -> Optional[Reason]:
         """Why ``call`` stays on SDPA, or None where the kernel takes it. Counts nothing."""
@@ -82,7 +82,7 @@ class Router:
             return Reason.OUTSIDE_SCOPE
         if call is None:
             return Reason.NOT_TENSORS
-        bound = self.bound(call.device)
+        bound = self.bound(call)
         return decide(call, bound and bound.backend, self.settings, self.session.knowledge, generation)
 
     def count(self, call: Optional[Call], reason: Optional[Reason]) -> None:
@@ -100,7 +100,7 @@ class Router:
         if reason is not None:
             tally.declined[reason] += 1
             if reason is Reason.MEASURED_SLOWER:  # the routing table's count for the bucket
-                tally.routes[bucket_key(call, self.bound(call.device).backend), SDPA_ROUTE] += 1
+                tally.routes[bucket_key(call, self.bound(call).backend), SDPA_ROUTE] += 1
 
     def through(self, func, args: tuple, kwargs: dict):
         """The SDPA path: exactly what ComfyUI would have run without the Scope."""
@@ -109,7 +109,7 @@ class Router:
     def run(self, call: Call, func, args, kwargs):
         """The kernel on an eligible call; its first call of a kind checked, its shape bucket timed once."""
         settings, knowledge, generation, bound = (self.settings, self.session.knowledge, self.generation,
-                                                  self.bound(call.device))
+                                                  self.bound(call))
         tally, key = generation.tallies[call.device_name], check_key(call, bound.backend)
         try:
             out, layout = bound(call, settings)
@@ -123,7 +123,7 @@ class Router:
             if not self.check(key, result, reference, tally):
                 return reference
         else:  # after the check: a device-side flag, read once a step (sampling.guarded)
-            generation.flags.append((key, torch.isfinite(out.sum(dtype=torch.float32))))
+            generation.flags.append((key, out.sum(dtype=torch.float32)))  # NaN/inf survive the sum
         knowledge.note_fault(call.device_name, None)
         bucket = bucket_key(call, bound.backend)
         if settings.routing == ROUTING_MEASURED and knowledge.decision(bucket) is None:
@@ -170,7 +170,7 @@ class Router:
         tally = generation.tallies[device]
         tally.faults[kind] += 1
         tally.declined[Reason.KERNEL_FAULT] += 1
-        what, kernel = describe(exc), self.bound(call.device).backend.name
+        what, kernel = describe(exc), self.bound(call).backend.name
         if kind is Fault.OOM:
             generation.oom.add(device)
             log.warning("%s ran out of memory on %s (%s); the rest of this generation uses SDPA there.",

@@ -21,7 +21,7 @@ class Session:
         self.knowledge = Knowledge(store=store, clock=clock, finder=finder)
         self.ledger = Ledger()
 
-    def use_kernel(self, choice: str, device: torch.device) -> backends.Resolution:
+    def use_kernel(self, choice: str, device: torch.device | str) -> backends.Resolution:
         """The kernel ``choice`` binds on ``device``, said once in the log and kept for Status."""
         found = self.knowledge.kernel(choice, device)
         bound = found.bound

@@ -204,3 +204,41 @@ def test_the_store_lives_in_comfyuis_user_directory(monkeypatch):
     monkeypatch.undo()  # the session the pack made at load, not the test's, keeps its decisions there
     from sage_attention_scope import nodes
     assert nodes.SESSION.knowledge.store.path == store.path
+
+
+# -- the host's time: what a host-bound model pays (LTX-Video 2B on an H100) ------------------------
+
+@pytest.mark.parametrize("host_extra_ms, on_sage", [(0.0, True), (0.4, True), (0.6, False)])
+def test_the_kernel_must_also_win_by_more_than_it_costs_the_host(host_extra_ms, on_sage):
+    key = timing.BucketKey("cuda:0", "k", "bfloat16", 64, 8192, 8192)
+    decision = timing.Decision(key, 1.0, 1.5, host_extra_ms=host_extra_ms)  # 0.5 ms faster on the device
+    assert decision.use_sage is on_sage
+    assert ("host +" in decision.describe()) is (host_extra_ms > 0)
+
+
+def test_time_both_takes_each_arms_host_time_on_a_gpu_and_not_on_the_cpu():
+    """The clock here reports the device's time only; the kernel arm keeps the host 2 ms longer a call."""
+    import time
+
+    def clock(arm, fn, device, key):
+        fn()
+        return {"sage": 1.0, "sdpa": 2.0}[arm]
+    key = timing.BucketKey("cuda:0", "k", "bfloat16", 64, 8192, 8192)
+    slow_host = lambda: time.sleep(0.002)  # noqa: E731
+    sage, sdpa, _, host_extra = timing.time_both(clock, slow_host, lambda: None, torch.device("cuda", 0), key)
+    assert (sage, sdpa) == (1.0, 2.0) and 1.5 < host_extra < 50
+    assert not timing.Decision(key, sage, sdpa, host_extra_ms=host_extra).use_sage  # 1 ms gained, 2 ms lost
+    assert timing.time_both(clock, slow_host, lambda: None, torch.device("cpu"), key)[3] == 0.0
+
+
+def test_decisions_saved_under_the_device_only_rule_are_measured_again(model, tmp_path, monkeypatch):
+    path = tmp_path / routing_store.FILE
+    real = timing.fingerprint
+    monkeypatch.setattr(timing, "fingerprint", lambda device, version: real(device, version).replace(
+        f" | rule {timing.RULE}", ""))  # as the store was written before the host's time counted
+    for _ in range(routing_store.AGREEMENTS_TO_USE):
+        _session(model, path, FakeClock(1.0, 2.0))
+    monkeypatch.setattr(timing, "fingerprint", real)
+    fake = FakeClock(1.0, 2.0)
+    _session(model, path, fake)
+    assert fake.timed, "a decision saved under the earlier rule was reused"

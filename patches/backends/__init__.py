@@ -63,8 +63,10 @@ class Bound:
     def __call__(self, call, settings) -> tuple[torch.Tensor, str]:
         layout = call.layout if call.layout in self.backend.layouts else "HND"
         q, k, v = call.views(layout)
-        # SageAttention 2 calls torch.cuda.set_device itself: the guard restores the caller's.
-        with torch.cuda.device(q.device) if q.is_cuda else contextlib.nullcontext():
+        # SageAttention 2 calls torch.cuda.set_device itself: where q is not on the current device, the guard
+        # restores the caller's (entering it costs a few microseconds a call, so only there).
+        off_device = q.is_cuda and q.device.index != torch.cuda.current_device()
+        with torch.cuda.device(q.device) if off_device else contextlib.nullcontext():
             out = self.backend.run(self.fn, q, k, v, call, layout, settings)
         if not isinstance(out, torch.Tensor) or out.shape != q.shape:  # attention keeps q's shape
             raise WrongShape(f"{self.name} returned {getattr(out, 'shape', type(out).__name__)}, "
