@@ -56,14 +56,29 @@ def kernels_table() -> str:
 # Whole generations at full depth through the Scope's defaults, per step against no node (H200, bf16,
 # SageAttention 2.2 sm90, torch 2.11, ComfyUI 0.3.75, 2026-12-04, before the engine redesign: docs/
 # measured.md). A family without a figure says so: never an estimate.
-PER_STEP = {"FLUX.1": "1.067× at 2048², 1.001× at 1024²; H100, ComfyUI 0.33: 1.393× at 2048²",
+PER_STEP = {"FLUX.1": "1.067× at 2048², 1.001× at 1024²; H100, ComfyUI 0.33: 1.393× at 2048² (a whole 20-step "
+                      "generation 1.400×); H100, ComfyUI 0.3.75, comfy-kitchen 0.2.40 only: 1.009× at 1024², 0.999× at "
+                      "2048² (keeps SDPA)",
             "Qwen-Image": "1.093× at 2048²",
             # H100, SageAttention 2.2, ComfyUI 0.33, 2026-12-06: docs/bench/runs/2026-12-06-h100-comfyui-0.33.md
             "Krea 2": "H100, ComfyUI 0.33: 1.057× at 1024², 1.272× at 2048²",
             "Kandinsky 5": "H100, ComfyUI 0.33: 1.542× (Lite, 768×512×121)",
             "CogVideoX": "H100, ComfyUI 0.33: 1.242× (5B, 720×480×49)",
             "LTX-2": "H100, ComfyUI 0.33: 1.238× (19B, 1248×704×121)",
-            "HunyuanVideo": "H100, ComfyUI 0.33: 1.424× (848×480×73, a short prompt's padding gathered)"}
+            "HunyuanVideo": "H100, ComfyUI 0.33: 1.424× (848×480×73, a short prompt's padding gathered)",
+            # H100, SageAttention 2.2, ComfyUI 0.33, engine 015f42e, 2026-12-06:
+            # docs/bench/runs/2026-12-06-h100-families-0.33.md and -whole-0.33.md
+            "SD3": "H100, ComfyUI 0.33: 1.007× at 1024², 1.260× at 2048² (SD3.5 Large)",
+            "Chroma": "H100, ComfyUI 0.33: 1.083× at 1024²",
+            "HiDream": "H100, ComfyUI 0.33: 1.074× at 1024² (I1 Full)",
+            "Z-Image": "H100, ComfyUI 0.33: 1.363× at 2048²",
+            "FLUX.2": "H100, ComfyUI 0.33: 1.281× at 2048² (dev, 32B)",
+            "HunyuanVideo 1.5": "H100, ComfyUI 0.33: 1.780× (8.3B, 480p×121)",
+            "Lumina 2": "H100, ComfyUI 0.33: 1.040× at 1024² (keeps SDPA)",
+            "Omnigen2": "H100, ComfyUI 0.33: 1.034× at 1024²",
+            "Cosmos Predict2": "H100, ComfyUI 0.33: 0.971× at 1024² (2B; keeps SDPA)",
+            "LTX-Video": "H100, ComfyUI 0.33: 0.789× (2B, 768×512×97: slower, an open engine issue)",
+            "SDXL": "H100, ComfyUI 0.33: a whole 20-step generation at 1024² 0.976× (keeps SDPA)"}
 
 
 # The ComfyUI releases the suite runs on (scripts/test.sh, scripts/test-comfyui-0.33.sh; .ci/run runs both).
