@@ -76,8 +76,10 @@ PER_STEP = {"FLUX.1": "1.067× at 2048², 1.001× at 1024²; H100, ComfyUI 0.33:
             "HunyuanVideo 1.5": "H100, ComfyUI 0.33: 1.780× (8.3B, 480p×121)",
             "Lumina 2": "H100, ComfyUI 0.33: 1.040× at 1024² (keeps SDPA)",
             "Omnigen2": "H100, ComfyUI 0.33: 1.034× at 1024²",
-            "Cosmos Predict2": "H100, ComfyUI 0.33: 0.971× at 1024² (2B; keeps SDPA)",
-            "LTX-Video": "H100, ComfyUI 0.33: 0.789× (2B, 768×512×97: slower, an open engine issue)",
+            "Cosmos Predict2": "H100, ComfyUI 0.33, engine 015f42e: 0.971× at 1024² (2B; keeps SDPA; the router's "
+                               "per-call cost since cut, not yet re-measured)",
+            "LTX-Video": "H100, ComfyUI 0.33, engine 015f42e: 0.789× (2B, 768×512×97, host-bound; routing since "
+                         "weighs the host's time, not yet re-measured)",
             "SDXL": "H100, ComfyUI 0.33: a whole 20-step generation at 1024² 0.976× (keeps SDPA)"}
 
 
