@@ -16,7 +16,7 @@ import comfy.nested_tensor
 from sage_attention_scope.patches import Reason, Settings, scope_for_family
 from sas_harness.doubles import RecordingKernel, make_kernel, registered
 from sas_harness.families import (CASES, LTXAV_AUDIO_TOKENS, LTXAV_VIDEO_TOKENS, SAGE, model_of,
-                                  routing_table, sample_case)
+                                  routed_step, routing_table, sample_case)
 from sas_harness.models import LTXAV_SCALE_FACTORS, LTXAV_TEXT_KEYS, flat_latent, sample
 from sas_harness.run import last_generation
 
@@ -47,12 +47,7 @@ def _lengths(kernel):
 def test_the_video_attends_to_the_prompt_and_the_connectors_registers(session, case):
     """The 5-token prompt goes through the model's connectors before the steps (their calls carry
     no transformer_options: never counted); each block's video cross-attention then sees 1024 keys."""
-    model = model_of(case)
-    plain = sample_case(model, case)
-    kernel = RecordingKernel()
-    with registered(session, make_kernel("double", kernel)):
-        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=case.min_seq_len), session)
-        routed = sample_case(scoped, case)
+    plain, routed, kernel = routed_step(session, case)
     assert routing_table(last_generation(session)) == case.per_step
     # per block, in the order the block makes them: video self-attention, then the text
     blocks = case.unet_config["num_layers"]

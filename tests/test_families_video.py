@@ -21,7 +21,7 @@ from sage_attention_scope.patches.generation import Generation
 from sage_attention_scope.patches.knowledge import Knowledge
 from sage_attention_scope.patches.timing import Decision
 from sas_harness.doubles import CrossoverClock, RecordingKernel, make_kernel, registered
-from sas_harness.families import CASES, SAGE, model_of, routing_table, sample_case
+from sas_harness.families import CASES, SAGE, model_of, routed_step, routing_table, sample_case
 from sas_harness.cases_video import (ANIMATE2_FRAME, ANIMATE2_LATENT, CLIP_PAST_THRESHOLD, HV_JOINT, HV_PADDING,
                                      REFINER_CALLS, SCAIL_TOKENS, TINY_HUNYUAN_IMAGE_21,
                                      TINY_HUNYUAN_VIDEO, TINY_HUNYUAN_VIDEO_15, TINY_WAN, TINY_WAN_ANIMATE2,
@@ -51,12 +51,7 @@ def _hunyuan_video_under(session, mask):
     HunyuanVideo whose text carries ``mask``."""
     case = dataclasses.replace(_case("HunyuanVideo"), conditioning=lambda: hunyuan_video_conditioning(
         attention_mask=mask))
-    model = model_of(case)
-    plain = sample_case(model, case)
-    kernel = RecordingKernel()
-    with registered(session, make_kernel("double", kernel)):
-        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=case.min_seq_len), session)
-        routed = sample_case(scoped, case)
+    plain, routed, kernel = routed_step(session, case)
     return plain, routed, kernel, last_generation(session)
 
 
