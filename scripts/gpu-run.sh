@@ -22,6 +22,9 @@
 #                                          #   carry: .device/c033 .device/sa2 .device/c075 (0.3.75's tree:
 #                                          #   tar -C .comfyui -cJf .device/c075/comfyui.tar.xz ComfyUI)
 #                                          #   carry: .device/c033 .device/sa2
+#     bash scripts/gpu-run.sh present-0.33 # the GPU suite with SageAttention 2.2 and 1.0.6, per call beside $previous
+#                                          #   (.device/previous.tar.xz), then SAS_STEPS / SAS_WHOLE as below
+#                                          #   carry: .device/c033 .device/sa2 .device/previous.tar.xz
 #     bash scripts/gpu-run.sh kitchen-0.2.40  # ComfyUI 0.3.75 + comfy-kitchen 0.2.40: GPU tests with kitchen_int8
 #                                      #   and with sageattention 1.0.6, FLUX.1 1024²/2048² per step on the kitchen
 #                                      #   carry: .device/k040 (av.tar.xz, kitchen.tar.xz, torchsde, trampoline and
@@ -216,7 +219,7 @@ case "$mode" in
     prepare ;;
   prepare-0.33)
     prepare_033 ;;
-  images-0.33|video-0.33|new-0.33|hosts|steps-0.33|whole-0.33)
+  images-0.33|video-0.33|new-0.33|hosts|steps-0.33|whole-0.33|present-0.33)
     mkdir -p "$logs"
     unpack_033 || { echo "unpacking the carried packages failed: were .device/c033 and .device/sa2 carried? (bash scripts/gpu-run.sh prepare-0.33)"; exit 1; }
     machine > "$logs/machine.txt"
@@ -251,7 +254,21 @@ case "$mode" in
     COMFYUI_PATH=/tmp/ComfyUI step steps-flux-0.3.75 sa2 python3 bench/model_steps.py --depth full --rounds 2 \
       --steps 4 --family FLUX.1@2048 --out "$logs/steps-flux-0.3.75"
   ;;&
-  steps-0.33|whole-0.33)
+  present-0.33)
+    # The present engine on 0.33: the GPU suite with SageAttention 2.2 and 1.0.6, then per call beside
+    # $previous where .device/previous.tar.xz came (git archive $previous | xz > .device/previous.tar.xz),
+    # then the models of SAS_STEPS and SAS_WHOLE as steps-0.33 runs them.
+    SAS_STEP_S="${SAS_TESTS_S:-120}" SAS_GPU_RECORD="$logs/gpu-record-sa2.jsonl" \
+      step gpu-tests-sa2 sa2 python3 -m pytest -m gpu -q -rs tests/test_gpu.py
+    SAS_STEP_S="${SAS_TESTS_S:-120}" SAS_GPU_RECORD="$logs/gpu-record-sa1.jsonl" \
+      step gpu-tests-sa1 sa1 python3 -m pytest -m gpu -q -rs tests/test_gpu.py
+    if [ -f "$dev/previous.tar.xz" ]; then
+      rm -rf /tmp/previous && mkdir -p /tmp/previous && tar -C /tmp/previous -xJf "$dev/previous.tar.xz"
+      SAS_STEP_S="${SAS_CALLS_S:-150}" step calls-sa2 sa2 python3 bench/attention_calls.py --compare /tmp/previous \
+        --out "$logs/calls-sa2"
+    fi
+  ;;&
+  steps-0.33|whole-0.33|present-0.33)
     # per step for SAS_STEPS, then whole generations for SAS_WHOLE (either may be empty; the mode names the archive)
     [ -z "${SAS_STEPS:-}" ] || per_model steps sa2 "$SAS_STEPS" --rounds 2 --steps 4
     [ -z "${SAS_WHOLE:-}" ] || per_model whole sa2 "$SAS_WHOLE" --whole "${SAS_WHOLE_STEPS:-20}"
@@ -259,7 +276,7 @@ case "$mode" in
       COMFYUI_PATH=/tmp/ComfyUI per_model whole-0.3.75 sa2 "$SAS_WHOLE_075" --whole "${SAS_WHOLE_STEPS:-20}"
     fi
   ;;&
-  images-0.33|video-0.33|new-0.33|hosts|steps-0.33|whole-0.33)
+  images-0.33|video-0.33|new-0.33|hosts|steps-0.33|whole-0.33|present-0.33)
     finish ;;
   kitchen-0.2.40)
     mkdir -p "$logs"
@@ -302,6 +319,6 @@ case "$mode" in
   tests|kitchen|steps|video)
     finish ;;
   *)
-    echo "usage: bash scripts/gpu-run.sh prepare|tests|kitchen|steps|video|prepare-0.33|images-0.33|video-0.33|new-0.33|hosts|steps-0.33|whole-0.33|kitchen-0.2.40" >&2
+    echo "usage: bash scripts/gpu-run.sh prepare|tests|kitchen|steps|video|prepare-0.33|images-0.33|video-0.33|new-0.33|hosts|steps-0.33|whole-0.33|present-0.33|kitchen-0.2.40" >&2
     exit 2 ;;
 esac
