@@ -53,34 +53,41 @@ def kernels_table() -> str:
     return "\n".join(rows)
 
 
-# Whole generations at full depth through the Scope's defaults, per step against no node (H200, bf16,
-# SageAttention 2.2 sm90, torch 2.11, ComfyUI 0.3.75, 2026-12-04, before the engine redesign: docs/
-# measured.md). A family without a figure says so: never an estimate.
-PER_STEP = {"FLUX.1": "1.067× at 2048², 1.001× at 1024²; H100, ComfyUI 0.33: 1.393× at 2048² (a whole 20-step "
-                      "generation 1.400×); H100, ComfyUI 0.3.75, comfy-kitchen 0.2.40 only: 1.009× at 1024², 0.999× at "
-                      "2048² (keeps SDPA)",
-            "Qwen-Image": "1.093× at 2048²",
-            # H100, SageAttention 2.2, ComfyUI 0.33, 2026-12-06: docs/bench/runs/2026-12-06-h100-comfyui-0.33.md
+# Whole generations at full depth through the Scope's defaults, per step against no node unless a whole 20-step
+# generation is named; NVIDIA H100, bf16, SageAttention 2.2 sm90, torch 2.11, 2026-12-06 (docs/measured.md). The
+# present engine is e1b4f2d's (docs/bench/runs/2026-12-06-h100-present-engine.md); an entry from another engine
+# names it. A family without a figure says so: never an estimate.
+PER_STEP = {"FLUX.1": "H100, ComfyUI 0.33, engine e1b4f2d: 1.404× at 2048², 1.004× at 1024² (keeps SDPA where the "
+                      "kernel gives 1.111×: a routing fault, being fixed); ComfyUI 0.3.75: 1.070× at 2048²; ComfyUI "
+                      "0.3.75, comfy-kitchen 0.2.40 only: 1.018× at 1024², 1.001× at 2048² (keeps SDPA); a whole "
+                      "20-step generation at 2048², ComfyUI 0.33, engine 015f42e: 1.400×",
+            "Qwen-Image": "H100, engine e1b4f2d: 1.063× at 2048² (ComfyUI 0.3.75); a whole 20-step generation at 2048² "
+                          "1.385× (ComfyUI 0.33)",
+            "Wan": "H100, ComfyUI 0.33, engine e1b4f2d: a whole 20-step generation of Wan 2.2 5B (1280×704×121) "
+                   "1.517×; ComfyUI 0.3.75, engine fd9eabe: 1.157× (2.1 14B, 832×480×81)",
+            # H100, ComfyUI 0.33, engine 251d5e7 (HunyuanVideo a65ac13): docs/bench/runs/2026-12-06-h100-comfyui-0.33.md
             "Krea 2": "H100, ComfyUI 0.33: 1.057× at 1024², 1.272× at 2048²",
             "Kandinsky 5": "H100, ComfyUI 0.33: 1.542× (Lite, 768×512×121)",
             "CogVideoX": "H100, ComfyUI 0.33: 1.242× (5B, 720×480×49)",
             "LTX-2": "H100, ComfyUI 0.33: 1.238× (19B, 1248×704×121)",
-            "HunyuanVideo": "H100, ComfyUI 0.33: 1.424× (848×480×73, a short prompt's padding gathered)",
-            # H100, SageAttention 2.2, ComfyUI 0.33, engine 015f42e, 2026-12-06:
-            # docs/bench/runs/2026-12-06-h100-families-0.33.md and -whole-0.33.md
-            "SD3": "H100, ComfyUI 0.33: 1.007× at 1024², 1.260× at 2048² (SD3.5 Large)",
+            "HunyuanVideo": "H100, ComfyUI 0.33, engine a65ac13: 1.424× (848×480×73, a short prompt's padding "
+                            "gathered); engine e1b4f2d: a whole 20-step generation 1.416×",
+            # H100, ComfyUI 0.33, engine 015f42e: docs/bench/runs/2026-12-06-h100-families-0.33.md
+            "SD3": "H100, ComfyUI 0.33, SD3.5 Large: 1.003× at 1024² (engine e1b4f2d; keeps SDPA), 1.260× at 2048² "
+                   "(engine 015f42e)",
             "Chroma": "H100, ComfyUI 0.33: 1.083× at 1024²",
             "HiDream": "H100, ComfyUI 0.33: 1.074× at 1024² (I1 Full)",
             "Z-Image": "H100, ComfyUI 0.33: 1.363× at 2048²",
             "FLUX.2": "H100, ComfyUI 0.33: 1.281× at 2048² (dev, 32B)",
             "HunyuanVideo 1.5": "H100, ComfyUI 0.33: 1.780× (8.3B, 480p×121)",
-            "Lumina 2": "H100, ComfyUI 0.33: 1.040× at 1024² (keeps SDPA)",
             "Omnigen2": "H100, ComfyUI 0.33: 1.034× at 1024²",
-            "Cosmos Predict2": "H100, ComfyUI 0.33, engine 015f42e: 0.971× at 1024² (2B; keeps SDPA; the router's "
-                               "per-call cost since cut, not yet re-measured)",
-            "LTX-Video": "H100, ComfyUI 0.33, engine 015f42e: 0.789× (2B, 768×512×97, host-bound; routing since "
-                         "weighs the host's time, not yet re-measured)",
-            "SDXL": "H100, ComfyUI 0.33: a whole 20-step generation at 1024² 0.976× (keeps SDPA)"}
+            # H100, ComfyUI 0.33, engine e1b4f2d: host-bound models, whose rounds differ by up to 15%
+            "Lumina 2": "H100, ComfyUI 0.33, engine e1b4f2d: 0.902× at 1024² (keeps SDPA; host-bound)",
+            "Cosmos Predict2": "H100, ComfyUI 0.33, engine e1b4f2d: 0.928× at 1024² (2B; keeps SDPA, where the kernel "
+                               "is slower; host-bound)",
+            "LTX-Video": "H100, ComfyUI 0.33, engine e1b4f2d: 0.906× (2B, 768×512×97; keeps SDPA; host-bound)",
+            "SDXL": "H100, ComfyUI 0.33, engine e1b4f2d: a whole 20-step generation at 1024² 0.924× (keeps SDPA; one "
+                    "round)"}
 
 
 # The ComfyUI releases the suite runs on (scripts/test.sh, scripts/test-comfyui-0.33.sh; .ci/run runs both).
