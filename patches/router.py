@@ -161,7 +161,7 @@ class Router:
             bound.version)
         self.generation.measuring_ms += spent
         log.info("Sage Attention Scope measured %s", decision.describe())
-        return decision.use_sage
+        return decision.use_sage_when(self.generation.host_bound)
 
     def fault(self, exc: BaseException, call: Call, func, args, kwargs):
         """Counts and says a kernel failure; the call runs on SDPA."""
