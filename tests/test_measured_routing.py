@@ -263,6 +263,24 @@ def test_routing_follows_the_pace_of_the_last_step(session, model):
     assert last_generation(session)["sdpa"] == {Reason.MEASURED_SLOWER.value: 1}
 
 
+def test_a_step_that_checks_or_times_a_kernel_is_marked_as_having_waited(session, model):
+    """Such a step's host time includes waiting for the GPU: its pace is not read."""
+    session.knowledge.clock = FakeClock(1.0, 2.0)
+    with registered(session, make_kernel("double", RecordingKernel())):
+        scoped = apply_scope(model, MEASURED, session)
+        router = router_of(scoped)
+
+        def generation():
+            q, k, v = hnd(n=64)
+            waited = []
+            for _ in range(2):
+                router.generation.step_started(torch.device("cpu"))
+                attention(scoped, q, k, v, 2, skip_reshape=True)
+                waited.append(router.generation.waited)
+            return waited
+        assert in_scope(scoped, generation) == [True, False]  # checked and timed, then neither
+
+
 def test_a_generation_on_the_cpu_times_no_step_and_keeps_the_devices_verdict():
     from sage_attention_scope.patches.generation import Generation
     generation = Generation()
