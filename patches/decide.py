@@ -33,7 +33,7 @@ def decide(call: Call, backend: Optional[Backend], settings: Settings, knowledge
            generation: Generation) -> Optional[Reason]:
     """None: run the kernel; else the Reason the call stays on SDPA. ``knowledge`` says what the pack
     learned about the machine (retired devices, checks, measured decisions), ``generation`` what this
-    run knows (``oom``, ``in_steps``). The call's own arguments are ruled on first (cheapest first),
+    run knows (``oom``, ``in_steps``, ``host_bound``). The call's own arguments are ruled on first (cheapest first),
     then the windows, the device's and kernel's record, the mask (its test costs a sync), and measured
     routing."""
     floor_q, floor_kv = settings.floors()
@@ -73,6 +73,6 @@ def decide(call: Call, backend: Optional[Backend], settings: Settings, knowledge
         return Reason.MASK  # (a no-op mask is dropped; a key-padding mask's keys are sliced off)
     if settings.routing == ROUTING_MEASURED:
         measured = knowledge.decision(bucket_key(call, backend))
-        if measured is not None and not measured.use_sage:
+        if measured is not None and not measured.use_sage_when(generation.host_bound):
             return Reason.MEASURED_SLOWER
     return None

@@ -11,6 +11,7 @@ import torch
 
 from .checks import CheckKey
 from .ledger import Tally
+from .timing import StepTimer
 
 
 class Generation:
@@ -24,9 +25,26 @@ class Generation:
         self.calls_seen = 0                # attention calls that reached the router
         self.started, self.measuring_ms = time.perf_counter(), 0.0
         self.said_override = False         # the override found at a step is not the Scope's: said once
+        self.host_bound = False            # the host set the last step's pace (measured routing reads it)
+        self.step_timer: StepTimer | None = None  # times the step under way (CUDA)
+        self.waited = False                # the step under way waited for the GPU (a check, a timing)
 
     def elapsed_ms(self) -> float:
         return (time.perf_counter() - self.started) * 1e3
+
+    def step_started(self, device) -> None:
+        """Reads the pace of the step before (where it said: a step that waited for the GPU says nothing
+        of it) and starts timing this one on a GPU."""
+        pace = self.step_timer.host_bound() if self.step_timer is not None and not self.waited else None
+        if pace is not None:
+            self.host_bound = pace
+        self.waited = False
+        self.step_timer = StepTimer(device) if isinstance(device, torch.device) and device.type == "cuda" else None
+
+    def step_launched(self) -> None:
+        """The step's launches are done (nothing has waited for the GPU since they ended)."""
+        if self.step_timer is not None:
+            self.step_timer.stop()
 
     def take_bad_keys(self) -> set[CheckKey]:
         """Keys with a NaN or inf in a kernel output since the last call (a sum is finite only where every

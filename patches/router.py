@@ -119,6 +119,7 @@ class Router:
         tally.masks_dropped += call.mask is not None and call.mask_kind is not MaskKind.MASKS  # no-op, or keys left out
         tally.copied += call.copies
         if settings.first_call_check and knowledge.check(key) is None:
+            generation.waited = True  # the check reads both outputs
             reference = func(*args, **kwargs)
             if not self.check(key, result, reference, tally):
                 return reference
@@ -156,12 +157,13 @@ class Router:
     def measure(self, bucket: BucketKey, call: Call, bound: Bound, func, args, kwargs) -> bool:
         """Measured routing's decision for the call's bucket (timed now, its cost added to the
         generation, or agreed by earlier sessions): whether the kernel is faster."""
+        self.generation.waited = True  # timing waits for each arm
         decision, spent = self.session.knowledge.measure(
             bucket, lambda: bound(call, self.settings), lambda: self.through(func, args, kwargs), call.device,
             bound.version)
         self.generation.measuring_ms += spent
         log.info("Sage Attention Scope measured %s", decision.describe())
-        return decision.use_sage
+        return decision.use_sage_when(self.generation.host_bound)
 
     def fault(self, exc: BaseException, call: Call, func, args, kwargs):
         """Counts and says a kernel failure; the call runs on SDPA."""

@@ -102,8 +102,9 @@ def forward(router: Router, executor, *args, **kwargs):
 
 def one_step(router: Router, executor, model, conds, x_in, timestep, model_options, *args, **kwargs):
     """One model evaluation in a step: whether its sigma lies in the step window (ComfyUI's percent
-    convention, as ControlNets use it), the override for ControlNets in it, the guard, and whether the
-    override there is still the Scope's."""
+    convention, as ControlNets use it), the override for ControlNets in it, its pace (timed for measured
+    routing: did the host or the GPU set it), the guard, and whether the override there is still the
+    Scope's."""
     generation, settings = router.generation, router.settings
     if generation is None:
         return executor(model, conds, x_in, timestep, model_options, *args, **kwargs)
@@ -115,7 +116,13 @@ def one_step(router: Router, executor, model, conds, x_in, timestep, model_optio
             if id(net) not in generation.hooks:
                 generation.hooks[id(net)] = override_hooks.hand_override(net, {OVERRIDE_KEY: router})
     installed, calls_before = override_hooks.installed_override(model_options), generation.calls_seen
-    out = guarded(router, lambda: executor(model, conds, x_in, timestep, model_options, *args, **kwargs))
+
+    def step():
+        out = executor(model, conds, x_in, timestep, model_options, *args, **kwargs)
+        generation.step_launched()  # before the guard reads the flags (a sync)
+        return out
+    generation.step_started(getattr(x_in, "device", None))  # (LTX-2's nested latent: untimed)
+    out = guarded(router, step)
     if installed is not router and not generation.said_override:  # a node after the Scope set its own
         note_other_override(router, generation, installed, generation.calls_seen > calls_before)
     return out

@@ -5,10 +5,12 @@ kernel). Both arms are warm (the call and its check ran them), so a round is one
 costs six calls, under 1% of a 20-step FLUX generation's 1140 attention calls. ``fingerprint`` is
 what a decision depends on besides its bucket (the routing store keys saved decisions on it).
 
-On a GPU the clock times the device, but a model whose step is host-bound (LTX-Video 2B at 5k
-tokens: 66 ms a step without the node, H100, 2026-12-06) pays each call's host time (Python and
-launches) in full instead. So each arm's host time is taken too, and the kernel must also win by
-more than it costs the host over SDPA: never slower whether the model is host- or GPU-bound."""
+On a GPU the clock times the device. Where the GPU sets a step's pace, the host's time is hidden
+behind the queue of launched work (FLUX.1 1024², 180 ms of GPU work a step: the kernel is 1.11× a
+step, H100, ComfyUI 0.33, 2026-12-06); where the host sets it, each call's host time (Python and
+launches) is paid in full instead (LTX-Video 2B at 5k tokens, 66 ms a step). So each arm's host
+time is taken too, and where the step is host-bound the kernel must also win by more than it costs
+the host over SDPA. Which of the two a step is, ``StepTimer`` reads from the step before."""
 from __future__ import annotations
 
 import dataclasses
@@ -19,6 +21,7 @@ from typing import Callable, NamedTuple, Optional
 import torch
 
 REPEATS, ROUNDS, TIE_MARGIN = 1, 3, 0.03
+HOST_PACE_SLACK = 1.1  # a step whose GPU span is within 10% of its host time kept the GPU waiting on the host
 RULE = "host-aware"  # in the fingerprint: decisions saved under an earlier rule are measured again
 Clock = Callable[..., float]  # (arm, fn, device, bucket) -> ms a call of fn takes
 
@@ -49,15 +52,21 @@ class Decision:
 
     @property
     def use_sage(self) -> bool:
-        if self.sage_ms is None or self.sage_ms * (1.0 + TIE_MARGIN) >= self.sdpa_ms:
-            return False
-        return self.host_extra_ms < self.sdpa_ms - self.sage_ms
+        """Whether the kernel wins where the GPU sets the step's pace: on the device, by ``TIE_MARGIN``."""
+        return self.sage_ms is not None and self.sage_ms * (1.0 + TIE_MARGIN) < self.sdpa_ms
+
+    def use_sage_when(self, host_bound: bool) -> bool:
+        """Whether the kernel wins in a step of this pace: where the host sets it (``host_bound``), the
+        kernel must also gain more on the device than it costs the host."""
+        return self.use_sage and (not host_bound or self.host_extra_ms < self.sdpa_ms - self.sage_ms)
 
     def describe(self) -> str:
         sage = "failed" if self.sage_ms is None else f"{self.sage_ms:.3f} ms"
         host = f", host +{self.host_extra_ms:.3f} ms" if self.host_extra_ms > 0 else ""
-        return (f"{self.key.describe()}: Sage {sage}{host} vs SDPA {self.sdpa_ms:.3f} ms -> "
-                f"{'Sage' if self.use_sage else 'SDPA'}"
+        verdict = "Sage" if self.use_sage else "SDPA"
+        if self.use_sage and not self.use_sage_when(True):
+            verdict += " (SDPA where the host sets the step's pace)"
+        return (f"{self.key.describe()}: Sage {sage}{host} vs SDPA {self.sdpa_ms:.3f} ms -> {verdict}"
                 + (" (saved)" if self.saved else ""))
 
 
@@ -97,6 +106,40 @@ def time_both(clock: Clock, run_sage, run_sdpa, device: torch.device,
     spent = REPEATS * sum(map(sum, times.values()))
     host_extra = _median(host["sage"]) - _median(host["sdpa"]) if device.type == "cuda" else 0.0
     return _median(times["sage"]), _median(times["sdpa"]), spent, host_extra
+
+
+def host_sets_pace(host_ms: float, gpu_ms: float) -> bool:
+    """Whether the host set a step's pace: the GPU's span from the step's first launch to its last
+    work is within ``HOST_PACE_SLACK`` of the host's time launching it (it ran as fast as the host
+    launched); a GPU-bound step's span runs well past the host's, its queue draining."""
+    return gpu_ms < host_ms * HOST_PACE_SLACK
+
+
+class StepTimer:
+    """One model evaluation's host time and its GPU span (CUDA events at its start and end), read at
+    the next evaluation's start, when the end event has long been reached unless the GPU is still
+    behind the host. Three event calls and a query a step; CUDA only."""
+
+    def __init__(self, device: torch.device):
+        self.stream = torch.cuda.current_stream(device)
+        self.start, self.end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        self.start.record(self.stream)
+        self.started, self.host_ms = time.perf_counter(), None
+
+    def stop(self) -> None:
+        """At the end of the step's launches (before anything waits for the GPU); once."""
+        if self.host_ms is None:
+            self.host_ms = (time.perf_counter() - self.started) * 1e3
+            self.end.record(self.stream)
+
+    def host_bound(self) -> Optional[bool]:
+        """Whether the host set the step's pace; False where the GPU has not finished it yet (it is behind
+        the host), None for a step that never stopped."""
+        if self.host_ms is None:
+            return None
+        if not self.end.query():
+            return False
+        return host_sets_pace(self.host_ms, self.start.elapsed_time(self.end))
 
 
 def _host_timed(run: Callable, into: list) -> Callable:

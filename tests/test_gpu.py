@@ -5,13 +5,14 @@ libraries give; ``kitchen_int8`` for comfy-kitchen). Set SAS_GPU_RECORD to a fil
 each measured figure as a JSON line.
 """
 import os
+import time
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 from sage_attention_scope.nodes.status import payload
-from sage_attention_scope.patches import Reason, Settings, apply_scope, checks
+from sage_attention_scope.patches import Reason, Settings, apply_scope, checks, timing
 from sas_harness.gpu import build_tiny_flux_d128, kernel_on, record
 from sas_harness.models import TINY_FLUX, build, flux_conditioning, sample
 from sas_harness.run import attention, in_scope, last_generation, run_kernel
@@ -253,3 +254,26 @@ def test_the_kv77_trap_a_tiny_sdxl_generation_with_every_call_eligible(session, 
         assert not by_keys["short"]["passed"]
     assert short_on_kernel == 0 or by_keys["short"]["passed"]
     assert rel_l2 <= 0.01
+
+
+def test_a_step_timer_tells_a_gpu_bound_step_from_a_host_bound_one():
+    """Measured routing counts the kernel's host time only where the host set the last step's pace."""
+    device = torch.device("cuda", 0)
+    a = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16)
+    torch.cuda.synchronize(device)
+    gpu_bound = timing.StepTimer(device)
+    for _ in range(20):  # tens of ms of GPU work, launched in well under a millisecond
+        torch.mm(a, a)
+    gpu_bound.stop()
+    assert gpu_bound.host_bound() is False  # read at once: the GPU is still behind the host
+    torch.cuda.synchronize(device)
+    assert gpu_bound.host_bound() is False  # read late: its span ran far past the host's time
+
+    x = torch.zeros(16, device=device)
+    host_bound = timing.StepTimer(device)
+    for _ in range(200):  # tiny kernels, each done before the host launches the next
+        x.add_(1)
+        time.sleep(1e-4)
+    host_bound.stop()
+    torch.cuda.synchronize(device)
+    assert host_bound.host_bound() is True

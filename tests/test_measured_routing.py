@@ -9,7 +9,7 @@ import torch
 from sage_attention_scope.nodes.status import payload
 from sage_attention_scope.nodes.status import render
 from sage_attention_scope.nodes import routing_store
-from sage_attention_scope.patches import Reason, Session, Settings, apply_scope, timing
+from sage_attention_scope.patches import Reason, Session, Settings, apply_scope, router_of, timing
 from sas_harness.doubles import FakeClock, RecordingKernel, make_kernel, raising, reference_attention, registered
 from sas_harness.models import tiny_flux
 from sas_harness.run import attention, hnd, in_scope, last_generation, plain_attention
@@ -206,14 +206,88 @@ def test_the_store_lives_in_comfyuis_user_directory(monkeypatch):
     assert nodes.SESSION.knowledge.store.path == store.path
 
 
-# -- the host's time: what a host-bound model pays (LTX-Video 2B on an H100) ------------------------
+# -- the host's time: what a host-bound model pays (LTX-Video 2B on an H100), and a GPU-bound one does not --
 
-@pytest.mark.parametrize("host_extra_ms, on_sage", [(0.0, True), (0.4, True), (0.6, False)])
-def test_the_kernel_must_also_win_by_more_than_it_costs_the_host(host_extra_ms, on_sage):
+@pytest.mark.parametrize("host_extra_ms, host_bound, on_sage", [
+    (0.0, True, True), (0.4, True, True), (0.6, True, False),  # the host sets the pace: its time counts
+    (0.6, False, True), (5.0, False, True),                   # the GPU sets it: the host's time is hidden
+])
+def test_the_kernels_host_time_counts_only_where_the_host_sets_the_steps_pace(host_extra_ms, host_bound, on_sage):
     key = timing.BucketKey("cuda:0", "k", "bfloat16", 64, 8192, 8192)
     decision = timing.Decision(key, 1.0, 1.5, host_extra_ms=host_extra_ms)  # 0.5 ms faster on the device
-    assert decision.use_sage is on_sage
+    assert decision.use_sage_when(host_bound) is on_sage
+    assert decision.use_sage  # the device's verdict, what the routing store agrees on
     assert ("host +" in decision.describe()) is (host_extra_ms > 0)
+    assert ("where the host sets" in decision.describe()) is (host_extra_ms >= 0.5)
+
+
+def test_a_device_loss_is_never_made_up_by_the_host():
+    key = timing.BucketKey("cuda:0", "k", "bfloat16", 64, 8192, 8192)
+    for host_bound in (False, True):
+        assert not timing.Decision(key, 2.0, 1.5, host_extra_ms=-1.0).use_sage_when(host_bound)
+        assert not timing.Decision(key, None, 1.5).use_sage_when(host_bound)
+
+
+@pytest.mark.parametrize("host_ms, gpu_ms, host_bound", [
+    (66.0, 67.0, True),     # LTX-Video 2B: the GPU ran as fast as the host launched
+    (60.0, 180.0, False),   # FLUX.1 1024²: the GPU's queue drained long after the launches
+    (10.0, 10.9, True), (10.0, 11.1, False),
+])
+def test_a_step_is_host_bound_where_its_gpu_span_stays_within_its_host_time(host_ms, gpu_ms, host_bound):
+    assert timing.host_sets_pace(host_ms, gpu_ms) is host_bound
+
+
+def test_routing_follows_the_pace_of_the_last_step(session, model):
+    """One bucket measured 0.5 ms faster on the device at 0.6 ms more host time: the kernel serves it
+    while the GPU sets the pace, SDPA while the host does."""
+    import dataclasses
+    kernel = RecordingKernel()
+    session.knowledge.clock = FakeClock(1.0, 1.5)
+    with registered(session, make_kernel("double", kernel)):
+        scoped = apply_scope(model, MEASURED, session)
+        router = router_of(scoped)
+
+        def generation():
+            q, k, v = hnd(n=64)
+            attention(scoped, q, k, v, 2, skip_reshape=True)  # checked and measured: a CPU has no host extra
+            [(key, decision)] = session.knowledge.decisions.items()
+            session.knowledge.decisions[key] = dataclasses.replace(decision, host_extra_ms=0.6)
+            routed = []
+            for host_bound in (False, True, False):
+                router.generation.host_bound = host_bound
+                before = len(kernel.calls)
+                attention(scoped, q, k, v, 2, skip_reshape=True)
+                routed.append(len(kernel.calls) > before)
+            return routed
+        assert in_scope(scoped, generation) == [True, False, True]
+    assert last_generation(session)["sdpa"] == {Reason.MEASURED_SLOWER.value: 1}
+
+
+def test_a_step_that_checks_or_times_a_kernel_is_marked_as_having_waited(session, model):
+    """Such a step's host time includes waiting for the GPU: its pace is not read."""
+    session.knowledge.clock = FakeClock(1.0, 2.0)
+    with registered(session, make_kernel("double", RecordingKernel())):
+        scoped = apply_scope(model, MEASURED, session)
+        router = router_of(scoped)
+
+        def generation():
+            q, k, v = hnd(n=64)
+            waited = []
+            for _ in range(2):
+                router.generation.step_started(torch.device("cpu"))
+                attention(scoped, q, k, v, 2, skip_reshape=True)
+                waited.append(router.generation.waited)
+            return waited
+        assert in_scope(scoped, generation) == [True, False]  # checked and timed, then neither
+
+
+def test_a_generation_on_the_cpu_times_no_step_and_keeps_the_devices_verdict():
+    from sage_attention_scope.patches.generation import Generation
+    generation = Generation()
+    for device in (torch.device("cpu"), None):  # None: a latent without one device (LTX-2's nested one)
+        generation.step_started(device)
+        generation.step_launched()
+        assert generation.step_timer is None and generation.host_bound is False
 
 
 def test_time_both_takes_each_arms_host_time_on_a_gpu_and_not_on_the_cpu():
@@ -227,7 +301,7 @@ def test_time_both_takes_each_arms_host_time_on_a_gpu_and_not_on_the_cpu():
     slow_host = lambda: time.sleep(0.002)  # noqa: E731
     sage, sdpa, _, host_extra = timing.time_both(clock, slow_host, lambda: None, torch.device("cuda", 0), key)
     assert (sage, sdpa) == (1.0, 2.0) and 1.5 < host_extra < 50
-    assert not timing.Decision(key, sage, sdpa, host_extra_ms=host_extra).use_sage  # 1 ms gained, 2 ms lost
+    assert not timing.Decision(key, sage, sdpa, host_extra_ms=host_extra).use_sage_when(True)  # 1 ms gained, 2 lost
     assert timing.time_both(clock, slow_host, lambda: None, torch.device("cpu"), key)[3] == 0.0
 
 

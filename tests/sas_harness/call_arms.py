@@ -25,13 +25,18 @@ def inputs(b, h, nq, nkv, d, device, dtype, seed=0):
     return q.to(dtype), k.to(dtype), v.to(dtype)
 
 
-def fp32_reference(q, k, v):
-    """fp32 SDPA on the memory-efficient kernel where there is one (the math kernel needs N² memory)."""
+def fp32_reference(q, k, v, chunk_bytes=4 << 30):
+    """fp32 SDPA of (B, H, N, D) q/k/v on the memory-efficient kernel where there is one, else the math
+    kernel, whose scores take 4·B·H·Nq·Nkv bytes: so in query chunks of at most ``chunk_bytes`` of them
+    (FLUX.2 2048²'s 51 GiB did not fit an 80 GB H100)."""
+    q, k, v = q.float(), k.float(), v.float()
     if q.device.type != "cuda":
-        return F.scaled_dot_product_attention(q.float(), k.float(), v.float())
+        return F.scaled_dot_product_attention(q, k, v)
     from torch.nn.attention import SDPBackend, sdpa_kernel
+    rows = max(1, chunk_bytes // (4 * q.shape[0] * q.shape[1] * k.shape[-2]))
     with sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]):
-        return F.scaled_dot_product_attention(q.float(), k.float(), v.float())
+        return torch.cat([F.scaled_dot_product_attention(q[..., i:i + rows, :], k, v)
+                          for i in range(0, q.shape[-2], rows)], dim=-2)
 
 
 def comfy_call(q, k, v, heads, options=None):
