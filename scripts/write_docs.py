@@ -58,8 +58,9 @@ def kernels_table() -> str:
 # present engine is e1b4f2d's (docs/bench/runs/2026-12-06-h100-present-engine.md); an entry from another engine
 # names it. A family without a figure says so: never an estimate.
 PER_STEP = {"FLUX.1": "H100, ComfyUI 0.33, engine e1b4f2d: 1.404× at 2048², 1.004× at 1024² (keeps SDPA where the "
-                      "kernel gives 1.111×: a routing fault, being fixed); ComfyUI 0.3.75: 1.070× at 2048²; ComfyUI "
-                      "0.3.75, comfy-kitchen 0.2.40 only: 1.018× at 1024², 1.001× at 2048² (keeps SDPA); a whole "
+                      "kernel gives 1.111×: a routing fault, fixed in 016fc9b, not yet re-measured); ComfyUI "
+                      "0.3.75: 1.070× at 2048²; ComfyUI 0.3.75, comfy-kitchen 0.2.40 only: 1.018× at 1024², "
+                      "1.001× at 2048² (keeps SDPA); a whole "
                       "20-step generation at 2048², ComfyUI 0.33, engine 015f42e: 1.400×",
             "Qwen-Image": "H100, engine e1b4f2d: 1.063× at 2048² (ComfyUI 0.3.75); a whole 20-step generation at 2048² "
                           "1.385× (ComfyUI 0.33)",
