@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import comfy.sample
 import torch
 
 from sage_attention_scope.nodes.status import payload
@@ -26,10 +27,12 @@ def test_two_generations_on_two_threads_are_counted_exactly_and_learn_once(sessi
         alone = [sample(m, flux_conditioning(), steps=STEPS) for m in models]
         session.ledger.reset()
         start = threading.Barrier(2)
+        # Drawn here: ComfyUI seeds torch's global generator, which two threads drawing at once would share.
+        noise = comfy.sample.prepare_noise(torch.zeros(1, 16, 8, 8), 0)
 
         def generate(model):
             start.wait()  # both generations open before either samples
-            return sample(model, flux_conditioning(), steps=STEPS)
+            return sample(model, flux_conditioning(), steps=STEPS, noise=noise)
         with ThreadPoolExecutor(2) as pool:
             together = list(pool.map(generate, models))
     for one, other in zip(alone, together):

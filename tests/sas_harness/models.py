@@ -134,13 +134,15 @@ def flat_latent(latent: torch.Tensor) -> torch.Tensor:
 
 
 def sample(model_patcher, positive, negative=None, *, latent_hw=(8, 8), channels=16, steps=1, cfg=1.0,
-           seed=0, sampler="euler", scheduler="simple", latent=None, **extra):
+           seed=0, sampler="euler", scheduler="simple", latent=None, noise=None, **extra):
     """``latent_hw`` is (H, W), or (frames, H, W) for video latents; ``latent`` (e.g. LTX-2's
-    nested video + audio latent) replaces the zero latent they describe; ``extra`` goes to
-    comfy.sample.sample (start_step, last_step, callback, ...)."""
+    nested video + audio latent) replaces the zero latent they describe; ``noise`` replaces the
+    seed's (ComfyUI draws it from torch's global generator, which threads sampling at once share);
+    ``extra`` goes to comfy.sample.sample (start_step, last_step, callback, ...)."""
     if latent is None:
         latent = torch.zeros(1, channels, *latent_hw)
-    noise = comfy.sample.prepare_noise(latent, seed)
+    if noise is None:
+        noise = comfy.sample.prepare_noise(latent, seed)
     return comfy.sample.sample(model_patcher, noise, steps, cfg, sampler, scheduler, positive,
                                negative if negative is not None else positive, latent, seed=seed,
                                disable_pbar=True, **extra)
