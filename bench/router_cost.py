@@ -1,6 +1,8 @@
-"""Per call, the router's own cost on the CPU: tiny tensors, so that the router dominates; a declined call
-(too short) and an eligible one on a CPU kernel double (routing always, no first-call check), each
-against the function it ends in called bare. Microseconds, the median of rounds; one thread.
+"""Per call, the router's own cost on the CPU: tiny tensors, so that the router dominates; a call declined
+early (too short), one declined late (its shape bucket measured slower: every check of ``decide`` made, the
+common route of a host-bound model's calls) and an eligible one on a CPU kernel double (routing always, no
+first-call check), each against the function it ends in called bare. Microseconds, the median of rounds;
+one thread.
 
     python bench/router_cost.py [--compare DIR] [--runs 3]
 
@@ -30,11 +32,13 @@ if __name__ == "__main__" and "--child" not in sys.argv:
             out = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True,
                                  check=True).stdout.strip().splitlines()[-1]
             results[name].append(json.loads(out))
-    print("| tree | router on a declined call (us) | router on a kernel call (us) | bare SDPA call (us) |")
-    print("|---|---|---|---|")
+    columns = ("router on a declined call", "router on a call measured slower", "router on a kernel call",
+               "declined: bare SDPA")
+    print("| tree | router on a call too short (us) | router on a call measured slower (us) | router on a kernel call "
+          "(us) | bare SDPA call (us) |")
+    print("|---|---|---|---|---|")
     for name, runs in results.items():
-        cells = [statistics.median(r[key] for r in runs) for key in
-                 ("router on a declined call", "router on a kernel call", "declined: bare SDPA")]
+        cells = [statistics.median(r.get(key, float("nan")) for r in runs) for key in columns]
         print(f"| {name} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
     sys.exit(0)
 
@@ -55,8 +59,8 @@ getattr(session, "knowledge", session).add_backend(make_kernel("double", referen
 
 
 def router_for(**settings):
-    model = P.apply_scope(tiny_flux(), P.Settings(kernel="double", first_call_check=False, routing="always",
-                                                  **settings), session)
+    settings = {"kernel": "double", "first_call_check": False, "routing": "always", **settings}
+    model = P.apply_scope(tiny_flux(), P.Settings(**settings), session)
     router = P.router_of(model)
     if hasattr(P, "generation"):
         generation = P.generation.Generation("bench", None)
@@ -71,11 +75,23 @@ def sdpa(q, k, v, heads, **kwargs):
     return F.scaled_dot_product_attention(qh, kh, vh).transpose(1, 2).flatten(-2)
 
 
+def measured_slower(router, q, k, v, heads):
+    """``router`` (measured routing) with the calls' shape bucket decided for SDPA, as a timing would."""
+    decide = importlib.import_module(pack.__name__ + ".patches.decide")
+    timing = importlib.import_module(pack.__name__ + ".patches.timing")
+    call = P.call.Call.from_comfy((q, k, v, heads), {})
+    key = decide.bucket_key(call, router.session.use_kernel("double", "cpu").bound.backend)
+    router.session.knowledge.record_decision(timing.Decision(key, 2.0, 1.0))
+    return router
+
+
 q, k, v = (torch.randn(1, 64, 2 * 64) for _ in range(3))
 declining, taking = router_for(min_seq_len=100_000), router_for(min_seq_len=1)
+slower = measured_slower(router_for(min_seq_len=1, routing="measured"), q, k, v, 2)
 hnd = tuple(t.unflatten(-1, (2, -1)).transpose(1, 2) for t in (q, k, v))
 arms = {"declined: bare SDPA": lambda: sdpa(q, k, v, 2),
         "declined: through the router": lambda: declining(sdpa, q, k, v, 2),
+        "measured slower: through the router": lambda: slower(sdpa, q, k, v, 2),
         "kernel: bare double": lambda: reference_attention(*hnd),
         "kernel: through the router": lambda: taking(sdpa, q, k, v, 2)}
 torch.set_num_threads(1)
@@ -90,5 +106,7 @@ for _ in range(ROUNDS):
             fn()
         times[name].append((time.perf_counter() - start) / N * 1e6)
 us = {name: statistics.median(t) for name, t in times.items()}
-print(json.dumps({**us, "router on a declined call": us["declined: through the router"] - us["declined: bare SDPA"],
+bare_sdpa = us["declined: bare SDPA"]
+print(json.dumps({**us, "router on a declined call": us["declined: through the router"] - bare_sdpa,
+                  "router on a call measured slower": us["measured slower: through the router"] - bare_sdpa,
                   "router on a kernel call": us["kernel: through the router"] - us["kernel: bare double"]}))

@@ -52,9 +52,13 @@ class Router:
         if _tracing():
             return compiled.trace(self, func, args, kwargs)
         call = Call.from_comfy(args, kwargs)
-        reason = self.decline_reason(call)
-        self.count(call, reason)
-        return self.through(func, args, kwargs) if reason is not None else self.run(call, func, args, kwargs)
+        generation = self.generation
+        bound = self.bound(call) if generation is not None else None  # (outside a generation: not looked up)
+        reason = self.decline_reason(call, generation, bound)
+        self.count(call, reason, generation, bound)
+        if reason is not None:
+            return self.through(func, args, kwargs)
+        return self.run(call, generation, bound, func, args, kwargs)
 
     def container_function(self, q, k, v, heads, *rest, **kwargs):
         """Newer ComfyUI's ``wrap_attn`` calls this, without ``func``, where q, k, v come in single-owner
@@ -62,59 +66,59 @@ class Router:
         module's ``optimized_attention``, so that each is consumed exactly once."""
         comfy_attention = getattr(importlib.import_module(type(q).__module__), "optimized_attention")
         call = Call.from_comfy((q.peek(), k.peek(), v.peek(), heads, *rest), kwargs)
-        reason = self.decline_reason(call)
-        self.count(call, reason)
+        generation = self.generation
+        bound = self.bound(call) if generation is not None else None
+        reason = self.decline_reason(call, generation, bound)
+        self.count(call, reason, generation, bound)
         if reason is not None and self.previous is None:
             return comfy_attention(q, k, v, heads, *rest, **kwargs)
         args = (q.take(), k.take(), v.take(), heads, *rest)
         if reason is not None:
             return self.previous(comfy_attention, *args, **kwargs)
-        return self.run(call, comfy_attention, args, kwargs)
+        return self.run(call, generation, bound, comfy_attention, args, kwargs)
 
-    def bound(self, call: Call) -> Optional[Bound]:
-        """The kernel this router's choice binds on the call's device, or None."""
-        return self.session.use_kernel(self.settings.kernel, call.device_name).bound
+    def bound(self, call: Optional[Call]) -> Optional[Bound]:
+        """The kernel this router's choice binds on the call's device, or None (None for no call)."""
+        return call and self.session.use_kernel(self.settings.kernel, call.device_name).bound
 
-    def decline_reason(self, call: Optional[Call]) -> Optional[Reason]:
+    def decline_reason(self, call: Optional[Call], generation: Optional[Generation],
+                       bound: Optional[Bound]) -> Optional[Reason]:
         """Why ``call`` stays on SDPA, or None where the kernel takes it. Counts nothing."""
-        generation = self.generation
         if generation is None:
             return Reason.OUTSIDE_SCOPE
         if call is None:
             return Reason.NOT_TENSORS
-        bound = self.bound(call)
         return decide(call, bound and bound.backend, self.settings, self.session.knowledge, generation)
 
-    def count(self, call: Optional[Call], reason: Optional[Reason]) -> None:
+    def count(self, call: Optional[Call], reason: Optional[Reason], generation: Optional[Generation],
+              bound: Optional[Bound]) -> None:
         """Counts the route ``decline_reason`` gave the call: a declined call by its reason (on the
         session's totals outside a generation); a call the kernel takes is counted by ``run``."""
         device = call.device_name if call is not None else "unknown"
         if reason is Reason.OUTSIDE_SCOPE:
             self.session.ledger.count_outside_scope(device)
             return
-        generation = self.generation
         generation.calls_seen += 1
         tally = generation.tallies[device]
-        if call is not None and call.block is None and max(self.settings.first_blocks, self.settings.last_blocks) > 0:
+        if call is not None and call.block is None and self.settings.places_blocks:
             tally.no_block_positions += 1  # a block window it cannot apply: said in the status
         if reason is not None:
             tally.declined[reason] += 1
             if reason is Reason.MEASURED_SLOWER:  # the routing table's count for the bucket
-                tally.routes[bucket_key(call, self.bound(call).backend), SDPA_ROUTE] += 1
+                tally.routes[bucket_key(call, bound.backend), SDPA_ROUTE] += 1
 
     def through(self, func, args: tuple, kwargs: dict):
         """The SDPA path: exactly what ComfyUI would have run without the Scope."""
         return self.previous(func, *args, **kwargs) if self.previous is not None else func(*args, **kwargs)
 
-    def run(self, call: Call, func, args, kwargs):
+    def run(self, call: Call, generation: Generation, bound: Bound, func, args, kwargs):
         """The kernel on an eligible call; its first call of a kind checked, its shape bucket timed once."""
-        settings, knowledge, generation, bound = (self.settings, self.session.knowledge, self.generation,
-                                                  self.bound(call))
+        settings, knowledge = self.settings, self.session.knowledge
         tally, key = generation.tallies[call.device_name], check_key(call, bound.backend)
         try:
             out, layout = bound(call, settings)
         except Exception as exc:  # noqa: BLE001 - a kernel failure must never lose a generation
-            return self.fault(exc, call, func, args, kwargs)
+            return self.fault(exc, call, generation, bound, func, args, kwargs)
         result = call.output(out, layout)
         tally.masks_dropped += call.mask is not None and call.mask_kind is not MaskKind.MASKS  # no-op, or keys left out
         tally.copied += call.copies
@@ -129,9 +133,9 @@ class Router:
         bucket = bucket_key(call, bound.backend)
         if settings.routing == ROUTING_MEASURED and knowledge.decision(bucket) is None:
             try:
-                use_kernel = self.measure(bucket, call, bound, func, args, kwargs)
+                use_kernel = self.measure(bucket, call, generation, bound, func, args, kwargs)
             except Exception as exc:  # noqa: BLE001 - the kernel failed while timed
-                return self.fault(exc, call, func, args, kwargs)
+                return self.fault(exc, call, generation, bound, func, args, kwargs)
             if not use_kernel:
                 tally.declined[Reason.MEASURED_SLOWER] += 1
                 tally.routes[bucket, SDPA_ROUTE] += 1
@@ -154,25 +158,25 @@ class Router:
                     verdict.describe(), key.describe())
         return False
 
-    def measure(self, bucket: BucketKey, call: Call, bound: Bound, func, args, kwargs) -> bool:
+    def measure(self, bucket: BucketKey, call: Call, generation: Generation, bound: Bound, func, args, kwargs) -> bool:
         """Measured routing's decision for the call's bucket (timed now, its cost added to the
         generation, or agreed by earlier sessions): whether the kernel is faster."""
-        self.generation.waited = True  # timing waits for each arm
+        generation.waited = True  # timing waits for each arm
         decision, spent = self.session.knowledge.measure(
             bucket, lambda: bound(call, self.settings), lambda: self.through(func, args, kwargs), call.device,
             bound.version)
-        self.generation.measuring_ms += spent
+        generation.measuring_ms += spent
         log.info("Sage Attention Scope measured %s", decision.describe())
-        return decision.use_sage_when(self.generation.host_bound)
+        return decision.use_sage_when(generation.host_bound)
 
-    def fault(self, exc: BaseException, call: Call, func, args, kwargs):
+    def fault(self, exc: BaseException, call: Call, generation: Generation, bound: Bound, func, args, kwargs):
         """Counts and says a kernel failure; the call runs on SDPA."""
-        kind, device, generation = classify(exc), call.device_name, self.generation
+        kind, device = classify(exc), call.device_name
         knowledge, ledger = self.session.knowledge, self.session.ledger
         tally = generation.tallies[device]
         tally.faults[kind] += 1
         tally.declined[Reason.KERNEL_FAULT] += 1
-        what, kernel = describe(exc), self.bound(call).backend.name
+        what, kernel = describe(exc), bound.backend.name
         if kind is Fault.OOM:
             generation.oom.add(device)
             log.warning("%s ran out of memory on %s (%s); the rest of this generation uses SDPA there.",

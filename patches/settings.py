@@ -64,6 +64,11 @@ class Settings:
         if self.start_percent > self.end_percent:
             raise ValueError(order_problem(self.start_percent, self.end_percent))
 
+    @property
+    def places_blocks(self) -> bool:
+        """Whether the user set a block window (the kernel's own edge blocks aside)."""
+        return max(self.first_blocks, self.last_blocks) > 0
+
     def floors(self) -> tuple[int, int]:
         """(query, key) lengths below which a call stays on SDPA."""
         return AUTO_FLOOR if self.min_seq_len == 0 else (self.min_seq_len, self.min_seq_len)
