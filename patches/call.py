@@ -34,6 +34,27 @@ def allows_low_precision(arguments: dict[str, Any]) -> bool:
     return arguments.get("low_precision_attention", True) is not False
 
 
+def block_of(arguments: dict[str, Any]) -> Optional[tuple[str, int, int]]:
+    """(block type, index, count) where the model sets ``total_blocks`` in its transformer options, else None."""
+    options = arguments.get("transformer_options") or {}
+    total = options.get("total_blocks")
+    return (options.get("block_type", ""), options.get("block_index", 0), total) if isinstance(total, int) else None
+
+
+def signature(arguments: dict[str, Any]) -> Optional[tuple]:
+    """Everything ``decide`` reads of a call that holds no mask, without parsing it into a ``Call``: q/k/v's
+    shapes, dtypes and device, the head count, the flags, the scale and the block. Two calls with one
+    signature are decided alike while nothing else changes (the router remembers a step's routes by it).
+    None for a call with a mask (what it masks lies in its values) or without three tensors."""
+    q, k, v, heads = arguments.get("q"), arguments.get("k"), arguments.get("v"), arguments.get("heads")
+    if arguments.get("mask") is not None or not (_is_sequence(q) and _is_sequence(k) and _is_sequence(v)
+                                                 and isinstance(heads, int)):
+        return None
+    return (q.shape, k.shape, v.shape, q.dtype, k.dtype, v.dtype, q.device, heads,
+            bool(arguments.get("skip_reshape")), arguments.get("scale"), allows_low_precision(arguments),
+            bool(arguments.get("enable_gqa")), block_of(arguments))
+
+
 class MaskKind(str, enum.Enum):
     NONE = "none"
     NOOP = "noop"                # all-true boolean or all-zero additive: changes nothing
@@ -68,17 +89,18 @@ class Call:
     @classmethod
     def from_comfy(cls, args: tuple, kwargs: dict[str, Any]) -> Optional["Call"]:
         """The call's facts, or None for arguments in a form no kernel takes (not tensors)."""
-        a = comfy_arguments(args, kwargs)
+        return cls.from_arguments(comfy_arguments(args, kwargs))
+
+    @classmethod
+    def from_arguments(cls, a: dict[str, Any]) -> Optional["Call"]:
+        """``from_comfy`` for arguments already named (``comfy_arguments``)."""
         q, k, v, heads, hnd = a.get("q"), a.get("k"), a.get("v"), a.get("heads"), bool(a.get("skip_reshape"))
         if not (_is_sequence(q) and _is_sequence(k) and _is_sequence(v) and isinstance(heads, int)):
             return None
         if not hnd and q.ndim == 3 and v.ndim == 4:  # SD3 hands v as (B, N, H, D) beside (B, N, H*D) q and k
             v = v.flatten(-2)
-        options = a.get("transformer_options") or {}
-        block = ((options.get("block_type", ""), options.get("block_index", 0), options["total_blocks"])
-                 if isinstance(options.get("total_blocks"), int) else None)
         return cls(q, k, v, heads, a.get("mask"), hnd, bool(a.get("skip_output_reshape")), a.get("scale"),
-                   allows_low_precision(a), bool(a.get("enable_gqa")), block,
+                   allows_low_precision(a), bool(a.get("enable_gqa")), block_of(a),
                    HND if hnd else NHD, q.dtype if q.dtype == k.dtype == v.dtype else None, q.shape[-2], k.shape[-2],
                    q.shape[-1] if hnd else q.shape[-1] // max(heads, 1), str(q.device))
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import collections
 import time
+from typing import Optional
 
 import torch
 
 from .checks import CheckKey
-from .ledger import Tally
+from .ledger import Route, Tally
 from .timing import StepTimer
 
 
@@ -28,6 +29,24 @@ class Generation:
         self.host_bound = False            # the host set the last step's pace (measured routing reads it)
         self.step_timer: StepTimer | None = None  # times the step under way (CUDA)
         self.waited = False                # the step under way waited for the GPU (a check, a timing)
+        # The routes of this step's calls, by signature (call.signature), as decided under the knowledge's
+        # ``version``: a call like one of them goes the same way without being decided again (router.py).
+        self.routes_seen: dict[tuple, Route] = {}
+        self.routes_version = -1
+
+    def route_seen(self, signature: Optional[tuple], knowledge_version: int) -> Optional[Route]:
+        """The route of a call made earlier in this step with this signature, while the pack has learned
+        nothing since (``knowledge_version``); else None."""
+        if knowledge_version != self.routes_version:
+            self.routes_seen.clear()
+            self.routes_version = knowledge_version
+            return None
+        return self.routes_seen.get(signature)
+
+    def ran_out_of_memory(self, device: str) -> None:
+        """The kernel ran out of memory on ``device``: the rest of this run uses SDPA there."""
+        self.oom.add(device)
+        self.routes_seen.clear()  # (decided while the device had memory: their reasons would change)
 
     def elapsed_ms(self) -> float:
         return (time.perf_counter() - self.started) * 1e3
@@ -39,6 +58,7 @@ class Generation:
         if pace is not None:
             self.host_bound = pace
         self.waited = False
+        self.routes_seen.clear()  # the step window and the pace may have changed
         self.step_timer = StepTimer(device) if isinstance(device, torch.device) and device.type == "cuda" else None
 
     def step_launched(self) -> None:

@@ -2,7 +2,8 @@
 binds on each device, the first-call checks' verdicts, measured routing's decisions per shape bucket,
 and the devices retired after repeated kernel errors. ``decide`` and the router read it; nothing here
 is a count or a report (that is the ledger's). Every write holds the lock: models sample on more than
-one thread (two prompts, two GPUs)."""
+one thread (two prompts, two GPUs). Every write that can change a decision also moves ``version`` on,
+so that what was decided under an earlier version is decided again (``Generation.route_seen``)."""
 from __future__ import annotations
 
 import collections
@@ -28,6 +29,7 @@ class Knowledge:
         self.decisions: dict[BucketKey, Decision] = {}
         self.retired: dict[str, str] = {}  # device -> why
         self.triton_streak: collections.Counter = collections.Counter()  # device -> Triton faults in a row
+        self.version = 0  # writes that can change a decision, so far (read without the lock: one int)
 
     # -- kernels --------------------------------------------------------------------------------
 
@@ -42,6 +44,7 @@ class Knowledge:
             else:
                 self.extra_backends[backend.name] = backend
             self.resolutions.clear()
+            self.version += 1
 
     def names(self) -> list[str]:
         return ["auto", *backends.REGISTRY, *self.extra_backends]
@@ -67,6 +70,7 @@ class Knowledge:
     def record_check(self, result: CheckResult) -> None:
         with self.lock:
             self.checks[result.key] = result
+            self.version += 1
 
     def switch_off(self, key: CheckKey) -> None:
         """A kernel that returned NaN/inf after passing its check: its calls of that kind stay on SDPA."""
@@ -80,6 +84,7 @@ class Knowledge:
     def record_decision(self, decision: Decision) -> Decision:
         """Keeps the bucket's first decision (two threads may time one bucket at once); returns the one kept."""
         with self.lock:
+            self.version += 1
             return self.decisions.setdefault(decision.key, decision)
 
     def measure(self, key: BucketKey, run_sage: Callable, run_sdpa: Callable, device: torch.device,
@@ -115,6 +120,7 @@ class Knowledge:
             self.triton_streak[device] = self.triton_streak[device] + 1 if fault is Fault.TRITON else 0
             if device not in self.retired and self.triton_streak[device] >= TRITON_RETIRE_AFTER:
                 self.retired[device] = f"{self.triton_streak[device]} Triton errors in a row"
+                self.version += 1
                 return True
         return False
 

@@ -7,11 +7,20 @@ from __future__ import annotations
 import collections
 import dataclasses
 import threading
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from .reasons import Reason
 
 SDPA_ROUTE = "SDPA"  # a measured bucket's route when its calls stay on SDPA; else the kernel's name
+
+
+class Route(NamedTuple):
+    """Where a call went, as its device's Tally counts it on arrival (a call the kernel takes is counted
+    on the kernel once it ran: ``Router.run``)."""
+    device: str
+    reason: Optional[Reason]      # why it stays on SDPA; None: eligible for the kernel
+    sdpa_bucket: Optional[tuple]  # the shape bucket measured slower (the routing table counts its calls), or None
+    unplaced: bool                # a block window is set but the model gives the call no block position
 
 
 @dataclasses.dataclass
@@ -24,6 +33,13 @@ class Tally:
     copied: int = 0              # the kernel got copies of q/k/v (call.Call.copies)
     no_block_positions: int = 0  # a block window could not place the call (the model says no block)
     routes: collections.Counter = dataclasses.field(default_factory=collections.Counter)  # (BucketKey, route): calls
+
+    def count(self, route: Route) -> None:
+        self.no_block_positions += route.unplaced
+        if route.reason is not None:
+            self.declined[route.reason] += 1
+        if route.sdpa_bucket is not None:
+            self.routes[route.sdpa_bucket, SDPA_ROUTE] += 1
 
     def add(self, other: "Tally") -> None:
         self.kernel += other.kernel

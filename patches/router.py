@@ -15,11 +15,11 @@ import torch
 
 from . import compiled
 from .backends import Bound
-from .call import Call, MaskKind
+from .call import Call, MaskKind, comfy_arguments, signature
 from .checks import CheckKey, judge
 from .decide import bucket_key, check_key, decide
 from .generation import Generation
-from .ledger import SDPA_ROUTE, Tally
+from .ledger import SDPA_ROUTE, Route, Tally
 from .reasons import Fault, Reason, classify, describe
 from .session import Session
 from .settings import ROUTING_MEASURED, Settings
@@ -51,61 +51,71 @@ class Router:
     def __call__(self, func, *args, **kwargs):
         if _tracing():
             return compiled.trace(self, func, args, kwargs)
-        call = Call.from_comfy(args, kwargs)
-        generation = self.generation
-        bound = self.bound(call) if generation is not None else None  # (outside a generation: not looked up)
-        reason = self.decline_reason(call, generation, bound)
-        self.count(call, reason, generation, bound)
+        call, reason, bound = self.route(comfy_arguments(args, kwargs))
         if reason is not None:
             return self.through(func, args, kwargs)
-        return self.run(call, generation, bound, func, args, kwargs)
+        return self.run(call, self.generation, bound, func, args, kwargs)
 
     def container_function(self, q, k, v, heads, *rest, **kwargs):
         """Newer ComfyUI's ``wrap_attn`` calls this, without ``func``, where q, k, v come in single-owner
         containers (``peek``/``take``): a declined call goes, containers and all, to the containers'
         module's ``optimized_attention``, so that each is consumed exactly once."""
         comfy_attention = getattr(importlib.import_module(type(q).__module__), "optimized_attention")
-        call = Call.from_comfy((q.peek(), k.peek(), v.peek(), heads, *rest), kwargs)
-        generation = self.generation
-        bound = self.bound(call) if generation is not None else None
-        reason = self.decline_reason(call, generation, bound)
-        self.count(call, reason, generation, bound)
+        call, reason, bound = self.route(comfy_arguments((q.peek(), k.peek(), v.peek(), heads, *rest), kwargs))
         if reason is not None and self.previous is None:
             return comfy_attention(q, k, v, heads, *rest, **kwargs)
         args = (q.take(), k.take(), v.take(), heads, *rest)
         if reason is not None:
             return self.previous(comfy_attention, *args, **kwargs)
-        return self.run(call, generation, bound, comfy_attention, args, kwargs)
+        return self.run(call, self.generation, bound, comfy_attention, args, kwargs)
+
+    def route(self, arguments: dict) -> tuple[Optional[Call], Optional[Reason], Optional[Bound]]:
+        """The call's facts, why it stays on SDPA (None: the kernel takes it) and the kernel bound on its
+        device; counted. A call with the signature of one made earlier in the step, while the pack has
+        learned nothing since, goes the same way without being decided again, and a declined one without
+        being parsed (no facts, no kernel): most calls of a host-bound model are such, and every
+        microsecond here is paid in its step."""
+        generation = self.generation
+        if generation is None:
+            call = Call.from_arguments(arguments)
+            self.session.ledger.count_outside_scope(call.device_name if call is not None else "unknown")
+            return call, Reason.OUTSIDE_SCOPE, None
+        key = signature(arguments)
+        route = generation.route_seen(key, self.session.knowledge.version)
+        if route is not None and route.reason is not None:
+            self.count(generation, route)
+            return None, route.reason, None
+        call = Call.from_arguments(arguments)
+        bound = self.bound(call)
+        if route is None:
+            route = self.route_of(call, self.decline_reason(call, generation, bound), bound)
+            if key is not None:
+                generation.routes_seen[key] = route
+        self.count(generation, route)
+        return call, route.reason, bound
 
     def bound(self, call: Optional[Call]) -> Optional[Bound]:
         """The kernel this router's choice binds on the call's device, or None (None for no call)."""
         return call and self.session.use_kernel(self.settings.kernel, call.device_name).bound
 
-    def decline_reason(self, call: Optional[Call], generation: Optional[Generation],
-                       bound: Optional[Bound]) -> Optional[Reason]:
-        """Why ``call`` stays on SDPA, or None where the kernel takes it. Counts nothing."""
-        if generation is None:
-            return Reason.OUTSIDE_SCOPE
+    def decline_reason(self, call: Optional[Call], generation: Generation, bound: Optional[Bound]) -> Optional[Reason]:
+        """Why ``call`` (in an open generation) stays on SDPA, or None where the kernel takes it. Counts nothing."""
         if call is None:
             return Reason.NOT_TENSORS
         return decide(call, bound and bound.backend, self.settings, self.session.knowledge, generation)
 
-    def count(self, call: Optional[Call], reason: Optional[Reason], generation: Optional[Generation],
-              bound: Optional[Bound]) -> None:
-        """Counts the route ``decline_reason`` gave the call: a declined call by its reason (on the
-        session's totals outside a generation); a call the kernel takes is counted by ``run``."""
-        device = call.device_name if call is not None else "unknown"
-        if reason is Reason.OUTSIDE_SCOPE:
-            self.session.ledger.count_outside_scope(device)
-            return
+    def route_of(self, call: Optional[Call], reason: Optional[Reason], bound: Optional[Bound]) -> Route:
+        """How the Tally counts the call on arrival (a call the kernel takes is counted by ``run``)."""
+        if call is None:
+            return Route("unknown", reason, None, False)
+        return Route(call.device_name, reason,
+                     bucket_key(call, bound.backend) if reason is Reason.MEASURED_SLOWER else None,
+                     call.block is None and self.settings.places_blocks)
+
+    @staticmethod
+    def count(generation: Generation, route: Route) -> None:
         generation.calls_seen += 1
-        tally = generation.tallies[device]
-        if call is not None and call.block is None and self.settings.places_blocks:
-            tally.no_block_positions += 1  # a block window it cannot apply: said in the status
-        if reason is not None:
-            tally.declined[reason] += 1
-            if reason is Reason.MEASURED_SLOWER:  # the routing table's count for the bucket
-                tally.routes[bucket_key(call, bound.backend), SDPA_ROUTE] += 1
+        generation.tallies[route.device].count(route)
 
     def through(self, func, args: tuple, kwargs: dict):
         """The SDPA path: exactly what ComfyUI would have run without the Scope."""
@@ -178,7 +188,7 @@ class Router:
         tally.declined[Reason.KERNEL_FAULT] += 1
         what, kernel = describe(exc), bound.backend.name
         if kind is Fault.OOM:
-            generation.oom.add(device)
+            generation.ran_out_of_memory(device)
             log.warning("%s ran out of memory on %s (%s); the rest of this generation uses SDPA there.",
                         kernel, device, what)
         elif knowledge.note_fault(device, kind):

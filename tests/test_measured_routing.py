@@ -253,7 +253,8 @@ def test_routing_follows_the_pace_of_the_last_step(session, model):
             [(key, decision)] = session.knowledge.decisions.items()
             session.knowledge.decisions[key] = dataclasses.replace(decision, host_extra_ms=0.6)
             routed = []
-            for host_bound in (False, True, False):
+            for host_bound in (False, True, False):  # three steps, each of that pace
+                router.generation.step_started(None)
                 router.generation.host_bound = host_bound
                 before = len(kernel.calls)
                 attention(scoped, q, k, v, 2, skip_reshape=True)
