@@ -44,7 +44,7 @@ def block_of(arguments: dict[str, Any]) -> Optional[tuple[str, int, int]]:
 def signature(arguments: dict[str, Any]) -> Optional[tuple]:
     """Everything ``decide`` reads of a call that holds no mask, without parsing it into a ``Call``: q/k/v's
     shapes, dtypes and device, the head count, the flags, the scale and the block. Two calls with one
-    signature are decided alike while nothing else changes (the router remembers a step's routes by it).
+    signature are decided alike while nothing else changes (the router remembers a run's routes by it).
     None for a call with a mask (what it masks lies in its values) or without three tensors."""
     q, k, v, heads = arguments.get("q"), arguments.get("k"), arguments.get("v"), arguments.get("heads")
     if arguments.get("mask") is not None or not (_is_sequence(q) and _is_sequence(k) and _is_sequence(v)

@@ -29,14 +29,16 @@ class Generation:
         self.host_bound = False            # the host set the last step's pace (measured routing reads it)
         self.step_timer: StepTimer | None = None  # times the step under way (CUDA)
         self.waited = False                # the step under way waited for the GPU (a check, a timing)
-        # The routes of this step's calls, by signature (call.signature), as decided under the knowledge's
-        # ``version``: a call like one of them goes the same way without being decided again (router.py).
+        # The routes of this run's calls, by signature (call.signature): a call like one of them goes the same
+        # way without being decided again (router.py). They hold while what ``decide`` read of the knowledge
+        # (its ``version``) and of this run (the step window, the pace, no device out of memory) stays.
         self.routes_seen: dict[tuple, Route] = {}
         self.routes_version = -1
+        self.routes_step = (self.in_steps, self.host_bound)
 
     def route_seen(self, signature: Optional[tuple], knowledge_version: int) -> Optional[Route]:
-        """The route of a call made earlier in this step with this signature, while the pack has learned
-        nothing since (``knowledge_version``); else None."""
+        """The route of a call made earlier with this signature, while nothing ``decide`` reads has changed
+        since (the pack has learned nothing: ``knowledge_version``); else None."""
         if knowledge_version != self.routes_version:
             self.routes_seen.clear()
             self.routes_version = knowledge_version
@@ -53,12 +55,14 @@ class Generation:
 
     def step_started(self, device) -> None:
         """Reads the pace of the step before (where it said: a step that waited for the GPU says nothing
-        of it) and starts timing this one on a GPU."""
+        of it) and starts timing this one on a GPU. ``in_steps`` is this step's already."""
         pace = self.step_timer.host_bound() if self.step_timer is not None and not self.waited else None
         if pace is not None:
             self.host_bound = pace
         self.waited = False
-        self.routes_seen.clear()  # the step window and the pace may have changed
+        if (self.in_steps, self.host_bound) != self.routes_step:  # decided in the step window or pace before
+            self.routes_seen.clear()
+            self.routes_step = (self.in_steps, self.host_bound)
         self.step_timer = StepTimer(device) if isinstance(device, torch.device) and device.type == "cuda" else None
 
     def step_launched(self) -> None:

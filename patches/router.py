@@ -71,10 +71,10 @@ class Router:
 
     def route(self, arguments: dict) -> tuple[Optional[Call], Optional[Reason], Optional[Bound]]:
         """The call's facts, why it stays on SDPA (None: the kernel takes it) and the kernel bound on its
-        device; counted. A call with the signature of one made earlier in the step, while the pack has
-        learned nothing since, goes the same way without being decided again, and a declined one without
-        being parsed (no facts, no kernel): most calls of a host-bound model are such, and every
-        microsecond here is paid in its step."""
+        device; counted. A call with the signature of one made earlier in the run, while nothing ``decide``
+        reads has changed since, goes the same way without being decided again, and a declined one without
+        being parsed (no facts, no kernel): from its second step on, a model's calls are such, and on a
+        host-bound model every microsecond here is paid in its step."""
         generation = self.generation
         if generation is None:
             call = Call.from_arguments(arguments)

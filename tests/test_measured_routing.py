@@ -254,8 +254,8 @@ def test_routing_follows_the_pace_of_the_last_step(session, model):
             session.knowledge.decisions[key] = dataclasses.replace(decision, host_extra_ms=0.6)
             routed = []
             for host_bound in (False, True, False):  # three steps, each of that pace
+                router.generation.host_bound = host_bound  # as step_started reads it from the step before
                 router.generation.step_started(None)
-                router.generation.host_bound = host_bound
                 before = len(kernel.calls)
                 attention(scoped, q, k, v, 2, skip_reshape=True)
                 routed.append(len(kernel.calls) > before)

@@ -1,8 +1,8 @@
-"""A call like one made earlier in the same step (same signature: shapes, dtypes, device, heads, flags,
-block; no mask) goes the same way without being decided again; declined, it is counted as that one was
-without being parsed: the usual call of a host-bound model. These tests hold the shortcut to giving
-exactly what ``decide`` would: the counts and the routing table's, a new step, anything the pack learns
-in the step, an out-of-memory, a mask."""
+"""A call like one made earlier in the run (same signature: shapes, dtypes, device, heads, flags, block;
+no mask) goes the same way without being decided again; declined, it is counted as that one was without
+being parsed: from its second step on, every call of a model without masks. These tests hold the
+shortcut to giving exactly what ``decide`` would: the counts and the routing table's, a change of step
+window, anything the pack learns in the run, an out-of-memory, a mask."""
 import pytest
 import torch
 
@@ -11,7 +11,7 @@ from sage_attention_scope.patches import Reason, Settings, apply_scope, router_o
 from sage_attention_scope.patches import router as router_module
 from sage_attention_scope.patches.reasons import TRITON_RETIRE_AFTER, Fault
 from sas_harness.doubles import FakeClock, RecordingKernel, make_kernel, reference_attention, registered
-from sas_harness.models import tiny_flux
+from sas_harness.models import flux_conditioning, sample, tiny_flux
 from sas_harness.run import attention, hnd, in_scope, last_generation, plain_attention
 
 MEASURED = Settings(kernel="double", min_seq_len=8)
@@ -50,7 +50,7 @@ def test_calls_like_one_declined_earlier_are_counted_alike_and_not_decided_again
     assert all(torch.equal(out, expected) for out in outs)
 
 
-def test_each_signature_is_decided_once_a_step_whichever_way_it_goes(session, model, decided):
+def test_each_signature_is_decided_once_whichever_way_it_goes(session, model, decided):
     settings = Settings(kernel="double", min_seq_len=48, routing="always", first_call_check=False)
     with registered(session, make_kernel("double", RecordingKernel())):
         scoped = apply_scope(model, settings, session)
@@ -64,7 +64,7 @@ def test_each_signature_is_decided_once_a_step_whichever_way_it_goes(session, mo
     assert last_generation(session)["sdpa"] == {Reason.TOO_SHORT.value: 3}
 
 
-def test_what_the_pack_learns_in_the_step_is_decided_again(session, model, decided):
+def test_what_the_pack_learns_in_the_run_is_decided_again(session, model, decided):
     """A device retired between two like calls: the second is counted as retired, not measured slower."""
     session.knowledge.clock = FakeClock(3.0, 1.0)
     q, k, v = hnd(n=32)
@@ -81,8 +81,8 @@ def test_what_the_pack_learns_in_the_step_is_decided_again(session, model, decid
     assert last_generation(session)["sdpa"] == {Reason.MEASURED_SLOWER.value: 2, Reason.DEVICE_RETIRED.value: 1}
 
 
-def test_a_new_step_decides_again(session, model):
-    """The step window: a call outside it is declined; the same call in the next step, inside it, is not."""
+def test_a_step_entering_the_step_window_decides_again(session, model):
+    """A call outside the step window is declined; the same call in the next step, inside it, is not."""
     kernel = RecordingKernel()
     q, k, v = hnd(n=32)
     with registered(session, make_kernel("double", kernel)):
@@ -90,9 +90,9 @@ def test_a_new_step_decides_again(session, model):
         router = router_of(scoped)
 
         def generation():
-            for in_steps in (False, False, True):
-                router.generation.step_started(None)
+            for in_steps in (False, False, True):  # as sampling.one_step sets it, then starts the step
                 router.generation.in_steps = in_steps
+                router.generation.step_started(None)
                 attention(scoped, q, k, v, 2, skip_reshape=True)
         in_scope(scoped, generation)
     assert len(kernel.calls) == 1
@@ -136,3 +136,13 @@ def test_a_call_with_a_mask_is_decided_each_time(session, model, decided):
         in_scope(scoped, generation)
     assert len(decided) == 3 and len(kernel.calls) == 1
     assert last_generation(session)["sdpa"] == {Reason.MASK.value: 2}
+
+
+def test_a_sampled_model_is_decided_in_its_first_step_only(session, model, decided):
+    """Four steps of tiny FLUX.1 (a double- and a single-stream block, each its own block position), every
+    call too short: its two calls are decided in the first step, and counted in all four."""
+    with registered(session, make_kernel("double", RecordingKernel())):
+        scoped = apply_scope(model, Settings(kernel="double"), session)
+        sample(scoped, flux_conditioning(), steps=4)
+    assert len(decided) == 2
+    assert last_generation(session)["sdpa"] == {Reason.TOO_SHORT.value: 8}
