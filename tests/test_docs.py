@@ -8,7 +8,7 @@ from sage_attention_scope.patches import Reason
 
 DOC = ROOT / "docs" / "user-guide.md"
 MEASURED = ROOT / "docs" / "measured.md"
-RUNS = ROOT / "docs" / "bench" / "runs"
+RUNS = ROOT / "bench" / "runs"  # the run logs: in neither the wheel nor the registry archive
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")  # [text](target) and ![alt](target)
 
 
@@ -48,10 +48,10 @@ def _anchors(doc) -> set[str]:
 
 
 def test_every_relative_link_resolves():
-    """Every relative link and image in README.md and docs/ names a file or folder of this repository (and a
-    heading of it, where it names one)."""
+    """Every relative link and image in README.md, docs/ and the run logs names a file or folder of this repository
+    (and a heading of it, where it names one)."""
     broken = []
-    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *sorted(RUNS.rglob("*.md"))]:
         for target in LINK.findall(_without_code(doc.read_text())):
             if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto:
                 continue
@@ -66,14 +66,14 @@ def test_every_relative_link_resolves():
 
 
 def test_every_run_log_is_dated_and_indexed():
-    """docs/bench/runs/ holds dated logs only, each linked from its index."""
+    """bench/runs/ holds dated logs only, each linked from its index."""
     undated = [p.name for p in RUNS.iterdir() if p.name != "README.md" and not re.match(r"\d{4}-\d\d-\d\d-", p.name)]
     assert not undated, "name each run log or folder YYYY-MM-DD-<gpu>-<subject>"
     index = RUNS / "README.md"
     linked = {(RUNS / target.partition("#")[0]).resolve() for target in LINK.findall(_without_code(index.read_text()))}
     unlisted = [str(p.relative_to(RUNS)) for p in sorted(RUNS.rglob("*")) if p.is_file() and p != index
                 and p.resolve() not in linked]
-    assert not unlisted, "docs/bench/runs/README.md lists no link to these"
+    assert not unlisted, "bench/runs/README.md lists no link to these"
 
 
 def test_measured_results_name_their_machine_and_command():
