@@ -39,13 +39,15 @@ def inputs_table() -> str:
 
 def kernels_table() -> str:
     from sage_attention_scope.patches import backends
-    rows = ["| GPU (compute capability) | `auto` tries, in order (the first installed one runs) |", "|---|---|"]
+    exact = ", ".join(f"`{n}`" for n in backends.EXACT)
+    rows = ["| GPU (compute capability) | `auto`'s candidates, in order of preference (each installed one is timed; "
+            "`routing=always` runs the first) |", "|---|---|"]
     for (major, minor), names in sorted(backends.AUTO.items()):
-        rows.append(f"| sm{major}{minor} | " + ", then ".join(f"`{n}`" for n in names) + " |")
-    rows.append("| any other from sm80 | as sm80 |")
+        rows.append(f"| sm{major}{minor} | " + ", ".join(f"`{n}`" for n in names) + f", then {exact} |")
+    rows.append(f"| any other from sm80 | as sm80; `exact`: {exact} alone |")
     rows += ["", "| kernel | what it is | library, function | head sizes | dtypes | layouts | masks | GPUs |",
              "|---|---|---|---|---|---|---|---|"]
-    picked = {name for names in backends.AUTO.values() for name in names}
+    picked = {name for names in backends.AUTO.values() for name in names} | set(backends.EXACT)
     for b in backends.REGISTRY.values():
         gpus = ("/".join("sm%d%d" % c for c in sorted(b.capabilities)) if b.capabilities
                 else f"sm{b.min_capability[0]}{b.min_capability[1]}+")
@@ -53,14 +55,17 @@ def kernels_table() -> str:
         dtypes = ", ".join(sorted(str(d).removeprefix("torch.") for d in b.dtypes))
         layouts = ", ".join(sorted(b.layouts)) + (" (NHD as strided views)" if b.transposed_views else "")
         chosen = "" if b.name in picked else " (only when chosen)"
-        rows.append(f"| `{b.name}`{chosen} | {b.label} | {b.module}.{b.function} | "
+        function = f"{b.module}.{b.function}"
+        if b.exact:  # the pack's own call of torch's SDPA, under sdpa_kernel with the one backend
+            function = "torch.nn.functional.scaled_dot_product_attention"
+        rows.append(f"| `{b.name}`{chosen} | {b.label} | {function} | "
                     f"{heads} | {dtypes} | {layouts} | {'yes' if b.masks else 'no'} | {gpus} |")
     return "\n".join(rows)
 
 
 # Whole generations at full depth through the Scope's defaults against no node, per step unless a whole 20-step
 # generation is named; NVIDIA H100, bf16, SageAttention 2.2 sm90, torch 2.11 (docs/measured.md has the tables, the
-# run logs under docs/bench/runs/ the commands and the engine each ran). A family without a figure says so: never an
+# run logs under bench/runs/ the commands and the engine each ran). A family without a figure says so: never an
 # estimate.
 PER_STEP = {"FLUX.1": "H100, 2026-12-06. ComfyUI 0.33: 1.404× at 2048², 1.004× at 1024² (keeps SDPA where the "
                       "kernel gives 1.111×: a routing fault since mended, not re-measured), a whole 20-step generation "
@@ -153,6 +158,8 @@ TABLES = {"inputs": inputs_table, "kernels": kernels_table, "families": families
 def _ranges(values: list[int]) -> str:
     if len(values) > 4 and values == list(range(values[0], values[-1] + 1)):
         return f"{values[0]}-{values[-1]}"
+    if len(values) > 4 and values == list(range(values[0], values[-1] + 1, values[0])):
+        return f"multiples of {values[0]} up to {values[-1]}"
     return ", ".join(map(str, values))
 
 
