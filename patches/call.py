@@ -87,22 +87,26 @@ class Call:
     device_name: str = ""                # str(q.device): the key of every per-device record, made once a call
 
     @classmethod
-    def from_comfy(cls, args: tuple, kwargs: dict[str, Any]) -> Optional["Call"]:
-        """The call's facts, or None for arguments in a form no kernel takes (not tensors)."""
-        return cls.from_arguments(comfy_arguments(args, kwargs))
-
-    @classmethod
     def from_arguments(cls, a: dict[str, Any]) -> Optional["Call"]:
-        """``from_comfy`` for arguments already named (``comfy_arguments``)."""
+        """The call's facts from its arguments by name (``comfy_arguments``), or None for arguments in a form
+        no kernel takes (not tensors)."""
         q, k, v, heads, hnd = a.get("q"), a.get("k"), a.get("v"), a.get("heads"), bool(a.get("skip_reshape"))
         if not (_is_sequence(q) and _is_sequence(k) and _is_sequence(v) and isinstance(heads, int)):
             return None
         if not hnd and q.ndim == 3 and v.ndim == 4:  # SD3 hands v as (B, N, H, D) beside (B, N, H*D) q and k
             v = v.flatten(-2)
-        return cls(q, k, v, heads, a.get("mask"), hnd, bool(a.get("skip_output_reshape")), a.get("scale"),
-                   allows_low_precision(a), bool(a.get("enable_gqa")), block_of(a),
-                   HND if hnd else NHD, q.dtype if q.dtype == k.dtype == v.dtype else None, q.shape[-2], k.shape[-2],
-                   q.shape[-1] if hnd else q.shape[-1] // max(heads, 1), str(q.device))
+        dtype = None
+        if q.dtype == k.dtype == v.dtype:
+            dtype = q.dtype
+        if hnd:
+            layout, head_dim = HND, q.shape[-1]
+        else:
+            layout, head_dim = NHD, q.shape[-1] // max(heads, 1)
+        return cls(q=q, k=k, v=v, heads=heads, mask=a.get("mask"), skip_reshape=hnd,
+                   skip_output_reshape=bool(a.get("skip_output_reshape")), scale=a.get("scale"),
+                   low_precision=allows_low_precision(a), gqa=bool(a.get("enable_gqa")), block=block_of(a),
+                   layout=layout, dtype=dtype, q_len=q.shape[-2], kv_len=k.shape[-2], head_dim=head_dim,
+                   device_name=str(q.device))
 
     @property
     def device(self) -> torch.device:
@@ -113,7 +117,11 @@ class Call:
         q, k, v = self.q, self.k, self.v
         if not q.ndim == k.ndim == v.ndim == (4 if self.skip_reshape else 3):
             return f"q/k/v of {q.ndim}/{k.ndim}/{v.ndim} dimensions"
-        if (q.shape[1] != self.heads) if self.skip_reshape else q.shape[-1] % self.heads:
+        if self.skip_reshape:
+            heads_match = q.shape[1] == self.heads
+        else:
+            heads_match = q.shape[-1] % self.heads == 0
+        if not heads_match:
             return "head count does not match q"
         kv_heads = self.kv_heads
         head_part = (k.shape[1], k.shape[-1]) if self.skip_reshape else (k.shape[-1],)

@@ -47,10 +47,16 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[
         out = F.scaled_dot_product_attention(*hnd, attn_mask=mask, scale=scale, enable_gqa=enable_gqa)
         return out if skip_output_reshape else out.transpose(1, 2).flatten(-2)
     # ComfyUI's attention is its wrap_attn-wrapped module attribute: _inside_attn_wrapper skips the wrapper.
-    out = router(comfy_attention, q, k, v, heads, mask=mask, skip_reshape=skip_reshape, _inside_attn_wrapper=True,
-                 skip_output_reshape=skip_output_reshape, attn_precision=getattr(torch, attn_precision, None),
-                 **({"scale": scale} if scale is not None else {}), **({"enable_gqa": True} if enable_gqa else {}),
-                 **({} if low_precision else {"low_precision_attention": False}))
+    # What wrap_attn would have handed over: the optional arguments only where the model passed them.
+    arguments = {"mask": mask, "skip_reshape": skip_reshape, "skip_output_reshape": skip_output_reshape,
+                 "attn_precision": getattr(torch, attn_precision, None), "_inside_attn_wrapper": True}
+    if scale is not None:
+        arguments["scale"] = scale
+    if enable_gqa:
+        arguments["enable_gqa"] = True
+    if not low_precision:
+        arguments["low_precision_attention"] = False
+    out = router(comfy_attention, q, k, v, heads, **arguments)
     # A custom op's output may not alias its inputs.
     return out.clone() if out.data_ptr() in (q.data_ptr(), k.data_ptr(), v.data_ptr()) else out
 

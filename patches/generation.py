@@ -128,9 +128,12 @@ class Generation:
         """Keys with a NaN or inf in a kernel output since the last call (a sum is finite only where every
         element is): one test and one sync per device."""
         flags, self.flags = self.flags, []
-        finite = {d: iter(torch.isfinite(torch.stack([f for _, f in flags if f.device == d])).tolist())
-                  for d in {f.device for _, f in flags}}
-        return {key for key, flag in flags if not next(finite[flag.device])}
+        bad = set()
+        for device in {flag.device for _, flag in flags}:
+            on_device = [(key, flag) for key, flag in flags if flag.device == device]
+            finite = torch.isfinite(torch.stack([flag for _, flag in on_device])).tolist()
+            bad.update(key for (key, _), ok in zip(on_device, finite) if not ok)
+        return bad
 
     def save_tallies(self) -> dict[str, Tally]:
         return {device: tally.copy() for device, tally in self.tallies.items()}

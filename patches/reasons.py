@@ -37,7 +37,11 @@ class Reason(str, enum.Enum):
 
 
 class Fault(str, enum.Enum):  # how a kernel failed (router.fault says what follows from each)
-    OOM, TRITON, OTHER, NON_FINITE, WRONG_SHAPE = "oom", "triton", "other", "non_finite", "wrong_shape"
+    OOM = "oom"
+    TRITON = "triton"
+    OTHER = "other"
+    NON_FINITE = "non_finite"
+    WRONG_SHAPE = "wrong_shape"
 
 
 TRITON_RETIRE_AFTER = 3  # Triton faults in a row that retire a device for the session

@@ -8,10 +8,10 @@ KERNEL_AUTO = "auto"
 ROUTING_MEASURED, ROUTING_ALWAYS = "measured", "always"
 ROUTINGS = (ROUTING_MEASURED, ROUTING_ALWAYS)
 MAX_SEQ_LEN = 1 << 22
-# min_seq_len 0 (auto): calls with a query under 1024 tokens or a key under 512 stay on SDPA on every
-# GPU: SDPA's whole call there (H200, d128: 0.05 ms at 1024x1024, 0.14 ms at 16k x 256) is under the
-# ~0.2 ms any SageAttention call costs (launches, quantisation); InvokeAI's RTX 4090 floor (1536/512)
-# is at or above it. Above it, measured routing decides per shape and GPU.
+# min_seq_len 0 (auto): calls with a query under 1024 tokens or a key under 512 keep ComfyUI's attention on
+# every GPU: its whole call there is shorter than the fixed cost of a quantised kernel's call (launches,
+# quantisation; docs/measured.md has the figures), and InvokeAI's RTX 4090 floor (1536/512) is at or above it.
+# Above it, measured routing decides per shape and GPU.
 AUTO_FLOOR = (1024, 512)
 BOOLEANS = ("enabled", "first_call_check", "smooth_k")
 WHOLE_NUMBERS = {"min_seq_len": (0, MAX_SEQ_LEN), "first_blocks": (-1, 1000), "last_blocks": (-1, 1000)}
@@ -59,8 +59,10 @@ class Settings:
     def __post_init__(self):
         for field in dataclasses.fields(self):
             wrong = problem(field.name, getattr(self, field.name))
+            if wrong and field.name in BOOLEANS:
+                raise TypeError(wrong)
             if wrong:
-                raise (TypeError if field.name in BOOLEANS else ValueError)(wrong)
+                raise ValueError(wrong)
         if self.start_percent > self.end_percent:
             raise ValueError(order_problem(self.start_percent, self.end_percent))
 

@@ -19,7 +19,7 @@ from sage_attention_scope.patches.backends import torch_sdpa
 from sas_harness import doubles
 from sas_harness.doubles import FakeClock
 from sas_harness.models import TINY_FLUX, build, flux_conditioning, sample
-from sas_harness.run import attention, hnd, in_scope, last_generation, plain_attention
+from sas_harness.run import call_of, attention, hnd, in_scope, last_generation, plain_attention
 
 QUANTISED = ("sage2_fp8_sm90", "sage1_triton", "kitchen_int8")
 EXACT = backends.EXACT
@@ -255,10 +255,9 @@ def test_grouped_query_calls_are_not_offered_to_cudnn_on_sm100():
     assert cudnn.backend.grouped_query is False
     q, _, _ = hnd(h=4, n=64, dtype=BF16)
     _, k, v = hnd(h=2, n=64, dtype=BF16, seed=1)
-    from sage_attention_scope.patches.call import Call
     from sage_attention_scope.patches.decide import decide
     from sage_attention_scope.patches.generation import Generation
-    call = Call.from_comfy((q, k, v, 4), {"skip_reshape": True, "enable_gqa": True})
+    call = call_of((q, k, v, 4), {"skip_reshape": True, "enable_gqa": True})
     ruling = decide(call, (cudnn,), Settings(kernel="sdpa_cudnn", min_seq_len=1), session.knowledge, Generation())
     assert ruling.reason is Reason.GROUPED_QUERY
     on_sm90 = machine(capability=(9, 0)).knowledge.kernel("sdpa_cudnn", CPU).bound

@@ -13,7 +13,6 @@ import comfy.supported_models
 
 from sage_attention_scope.nodes.status import payload, render
 from sage_attention_scope.patches import Reason, Settings, backends, scope_for_family
-from sage_attention_scope.patches.call import Call
 from sas_harness.doubles import RecordingKernel, make_kernel, registered
 from sas_harness.families import (CASES, FLUX_TOKENS, SAGE, TEXT, model_of, routed_step,  # before cases_dit
                                   routing_table, sample_case)
@@ -21,7 +20,7 @@ from sas_harness.cases_dit import (CHROMA_RADIANCE_CASE, FLUX_KONTEXT_CASE, IMAG
                                    SD3_TOKENS, TINY_CHROMA, TINY_CHROMA_RADIANCE, TINY_COSMOS_PREDICT2, TINY_HIDREAM,
                                    TINY_LUMINA2, TINY_OMNIGEN2, TINY_SD3, omnigen2_conditioning)
 from sas_harness.models import TINY_FLUX, TINY_Z_IMAGE, build, flux_conditioning, text_conditioning
-from sas_harness.run import last_generation
+from sas_harness.run import call_of, last_generation
 
 CASE = {c.family: c for c in CASES}
 
@@ -102,7 +101,7 @@ def test_sd3_hands_v_in_four_dimensions_and_its_calls_reach_the_kernel(session):
     assert [tuple(t.shape for t in args[:3]) for args, _ in calls] == [
         ((1, n, heads * head_dim), (1, n, heads * head_dim), (1, n, heads, head_dim))
         for n in (SD3_TOKENS, IMAGE_TOKENS, SD3_TOKENS)]
-    facts = [Call.from_comfy(args, kwargs) for args, kwargs in calls]
+    facts = [call_of(args, kwargs) for args, kwargs in calls]
     assert {(f.layout_problem(), f.head_dim, f.q_len) for f in facts} == {
         (None, head_dim, SD3_TOKENS), (None, head_dim, IMAGE_TOKENS)}
     assert all(f.v.data_ptr() == args[2].data_ptr() for f, (args, _) in zip(facts, calls))  # flattened: a view

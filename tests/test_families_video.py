@@ -31,7 +31,7 @@ from sas_harness.cases_video import (ANIMATE2_FRAME, ANIMATE2_LATENT, CLIP_PAST_
                                      clip_vision, hunyuan_text_last, hunyuan_video_conditioning, joint_blocks,
                                      text_mask, wan_clip_opts_out, wan_conditioning, wan_tokens)
 from sas_harness.models import build, sample
-from sas_harness.run import last_generation
+from sas_harness.run import call_of, last_generation
 
 TOLERANCE = dict(rtol=1e-3, atol=1e-3)
 
@@ -140,7 +140,7 @@ def _wan_14b_call(keys: int) -> Call:
     reads shapes only, so q/k/v are one row expanded, not 335 MB."""
     def tokens(n):
         return torch.empty(1, 1, WAN_14B_DIM, dtype=torch.bfloat16).expand(1, n, WAN_14B_DIM)
-    return Call.from_comfy((tokens(WAN_14B_TOKENS), tokens(keys), tokens(keys), WAN_14B_HEADS), {})
+    return call_of((tokens(WAN_14B_TOKENS), tokens(keys), tokens(keys), WAN_14B_HEADS), {})
 
 
 def _measured(calls, backend, clock) -> Knowledge:

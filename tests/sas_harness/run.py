@@ -17,6 +17,12 @@ def attention(model_patcher, q, k, v, heads, **kwargs):
     return comfy_attention.optimized_attention(q, k, v, heads, transformer_options=options, **kwargs)
 
 
+def call_of(args: tuple, kwargs: dict):
+    """The facts the router reads of one attention call made as ``wrap_attn`` hands it over."""
+    from sage_attention_scope.patches.call import Call, comfy_arguments
+    return Call.from_arguments(comfy_arguments(args, kwargs))
+
+
 def plain_attention(q, k, v, heads, **kwargs):
     """What ComfyUI returns for the same call without the Scope."""
     return comfy_attention.optimized_attention(q, k, v, heads, **kwargs)
