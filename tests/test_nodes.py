@@ -223,6 +223,29 @@ def test_status_tells_this_run_from_the_session(session):
     assert after["run"] == [] and after["models"] == [] and after["devices"][DEVICE]["session"]["sage"] == 0
 
 
+def test_the_status_text_after_a_passed_through_run_and_after_two_kernel_choices(session):
+    """A passed-through model: its note, no counts, no "0 generations". Two kernel choices on a device
+    (one that binds nothing here, then a kernel): one line says what the device uses."""
+    from sage_attention_scope.nodes.status import INSTALL_DOCS
+    model = tiny_flux()
+    # auto on a CPU; on a GPU, a named kernel the installed sageattention does not provide.
+    choice = next(n for n in session.knowledge.names() if session.knowledge.kernel(n, model.load_device).bound is None)
+    scoped_model(model, kernel=choice)
+    text = render(payload(session))
+    assert f"model FLUX.1 (Flux): passed through unchanged: on {DEVICE}: " in text
+    assert "generations" not in text and "Session:\n  nothing sampled through the Scope yet" in text
+    assert f"{DEVICE}: 0 on the kernel" not in text
+    assert "Install: " not in text
+    if DEVICE == "cpu":  # the advice for a machine without a CUDA GPU, and its link once
+        assert text.count(INSTALL_DOCS) == 1
+    with registered(session, make_kernel("double", RecordingKernel())):
+        sample(scoped_model(model, kernel="double", min_seq_len=1), flux_conditioning())
+    text = render(payload(session))
+    assert "Session (1 generation):" in text
+    kernels = [line for line in text.splitlines() if line.startswith(f"  {DEVICE}: ") and "on the kernel" not in line]
+    assert len(kernels) == 1 and kernels[0].startswith(f"  {DEVICE}: double, "), kernels
+
+
 # -- what to install, and the kernel choice in words ------------------------------------------
 
 def _session_on(capability, **modules):
