@@ -21,7 +21,7 @@ AGREEMENTS_TO_USE = 2  # sessions that must have measured the same winner
 
 
 class Store:
-    """One JSON file: fingerprint -> bucket -> {"use_sage", "sage_ms", "sdpa_ms", "host_extra_ms", "agreed"}."""
+    """One JSON file: fingerprint -> bucket -> {"use_kernel", "kernel_ms", "comfy_ms", "host_extra_ms", "agreed"}."""
 
     def __init__(self, path: Path):
         self.path, self.lock, self.data, self.failed = Path(path), threading.Lock(), None, False
@@ -32,7 +32,7 @@ class Store:
             entry = self._load().get(print_, {}).get(bucket)
         return entry if entry and entry.get("agreed", 0) >= AGREEMENTS_TO_USE else None
 
-    def offer(self, print_: str, bucket: str, use_sage: bool, sage_ms: Optional[float], sdpa_ms: float,
+    def offer(self, print_: str, bucket: str, use_kernel: bool, kernel_ms: Optional[float], comfy_ms: float,
               host_extra_ms: float = 0.0) -> None:
         """A fresh measurement agrees with the saved one (counted once a session) or replaces it."""
         with self.lock:
@@ -41,8 +41,10 @@ class Store:
             self.offered.add((print_, bucket))
             entries = self._load().setdefault(print_, {})
             saved = entries.get(bucket)
-            agreed = saved["agreed"] + 1 if saved and saved.get("use_sage") == use_sage else 1
-            entries[bucket] = {"use_sage": use_sage, "sage_ms": sage_ms, "sdpa_ms": sdpa_ms,
+            agreed = 1
+            if saved and saved.get("use_kernel") == use_kernel:
+                agreed = saved["agreed"] + 1
+            entries[bucket] = {"use_kernel": use_kernel, "kernel_ms": kernel_ms, "comfy_ms": comfy_ms,
                                "host_extra_ms": host_extra_ms, "agreed": agreed}
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)

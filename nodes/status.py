@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from comfy_api.latest import io
 
-from ..patches import Reason, Session, backends, sampling
+from ..patches import Reason, Session, backends, sampling, timing
 from ..patches.ledger import Tally
 from . import cuda_devices, session
 
@@ -50,7 +50,7 @@ def payload(state: Session, run_id=None) -> dict[str, Any]:
     where that prompt scoped none."""
     reported, known = state.ledger.snapshot(run_id), state.knowledge.snapshot()
     empty = {"kernels": {}, "session": Tally().as_dict(), "last_generation": Tally().as_dict(), "handed": {},
-             "bucket_calls": {"last": {}, "session": {}}}
+             "bucket_calls": {"last": {}, "session": {}}, "route_calls": {"last": {}, "session": {}}}
     devices = {}
     for device in sorted({*reported["devices"], *known}):
         counts = reported["devices"].get(device, empty)
@@ -58,12 +58,16 @@ def payload(state: Session, run_id=None) -> dict[str, Any]:
         devices[device] = {
             "kernels": counts["kernels"], "retired": learned["retired"],
             "session": counts["session"], "last_generation": counts["last_generation"], "handed": counts["handed"],
+            "route_calls": counts["route_calls"],
             "checks": [dataclasses.asdict(r) | {"key": r.key.describe()} for r in learned["checks"]],
-            "routing": [{"bucket": m.key.describe(), "kernel": m.key.kernel, "sage_ms": m.sage_ms,
-                         "sdpa_ms": m.sdpa_ms, "use_sage": m.use_sage, "text": m.describe(),
+            "routing": [{"bucket": m.key.describe(), "kernel": m.key.kernel, "kernel_ms": m.kernel_ms,
+                         "comfy_ms": m.comfy_ms, "use_kernel": m.use_kernel, "text": m.describe(),
                          "calls_last": counts["bucket_calls"]["last"].get(m.key.with_kernel(), 0),
                          "calls_session": counts["bucket_calls"]["session"].get(m.key.with_kernel(), 0)}
-                        for m in learned["decisions"]]}
+                        for m in learned["decisions"]],
+            "buckets": [verdict | {"calls_last": counts["route_calls"]["last"].get(verdict["bucket"], {}),
+                                   "calls_session": counts["route_calls"]["session"].get(verdict["bucket"], {})}
+                        for verdict in timing.bucket_verdicts(learned["decisions"], state.knowledge.is_exact)]}
     return {
         "libraries": {b.module: state.knowledge.finder.versions(b.module) for b in backends.REGISTRY.values()},
         "advice": install_advice(state, cuda_devices()),
@@ -95,6 +99,9 @@ def _counts_lines(counts: dict, head: str, indent: str, handed: dict) -> list[st
     if counts["copied"]:
         lines.append(f"{indent}  q/k/v copied for the kernel (grouped-query k/v, or a last dimension not contiguous): "
                      f"{counts['copied']}")
+    if counts["counted_from_routes"]:
+        lines.append(f"{indent}  {counts['counted_from_routes']} of these calls counted from the routes already known: "
+                     f"every call kept ComfyUI's attention, so the Scope stepped aside from those steps")
     if counts["no_block_positions"]:
         lines.append(f"{indent}  block window not applied to {counts['no_block_positions']} calls: this model does "
                      f"not say which block calls (every block stays in)")
@@ -135,12 +142,6 @@ def _kernel_line(device: str, kernels: dict) -> str | None:
     return f"  {device}: SDPA only ({next(iter(kernels.values()))['why']})"
 
 
-def _routing_lines(info: dict) -> list[str]:
-    """The device's measured routing table: each bucket, what it chose, its calls."""
-    return [f"  routing {measured['text']}: {measured['calls_last']} calls in the last generation, "
-            f"{measured['calls_session']} this session" for measured in info["routing"]]
-
-
 def _session_lines(snap: dict) -> list[str]:
     lines = _session_heading(snap["generations"])
     lines += [f"  model {m['model']}: {m['note']}" for m in snap["models"]]
@@ -153,7 +154,7 @@ def _session_lines(snap: dict) -> list[str]:
         for check in info["checks"]:
             lines.append(f"  check {check['key']}: {'passed' if check['passed'] else 'FAILED -> SDPA'} "
                          f"(cosine {check['cosine']:.5f}, rel L2 {check['rel_l2']:.4f})")
-        lines += _routing_lines(info)
+        lines += [f"  {line}" for line in bucket_lines(info["buckets"])]
         if info["session"]["sage"] or info["session"]["sdpa_total"]:
             lines += _counts_lines(info["session"], f"  {device}: ", "  ", info["handed"])
     return lines
@@ -176,6 +177,24 @@ def _version(version) -> str:
     if version is None:
         return "(not installed)"
     return version
+
+
+def bucket_lines(buckets: list[dict]) -> list[str]:
+    """Per measured shape bucket: what serves it and by what margin over ComfyUI's attention, every
+    candidate's time, and its calls by route in the last generation."""
+    lines = []
+    for verdict in buckets:
+        if verdict["winner"] == "ComfyUI":
+            served = "ComfyUI's attention (no candidate faster by the margin)"
+        else:
+            served = f"{verdict['winner']} {verdict['margin']:.2f}× ComfyUI's"
+        timed = ", ".join(f"{name} {'failed' if ms is None else f'{ms:.3f} ms'}"
+                          for name, ms in verdict["candidates"].items())
+        calls = ", ".join(f"{route} {n}" for route, n in verdict["calls_last"].items()) or "none"
+        saved = " (saved)" if verdict["saved"] else ""
+        lines.append(f"routing {verdict['bucket']}: {served}{saved} ({timed}; ComfyUI {verdict['comfy_ms']:.3f} ms); "
+                     f"calls in the last generation: {calls}")
+    return lines
 
 
 def _sampling(sampling_ms: float, timing_ms: float) -> str:

@@ -1,22 +1,45 @@
-"""The one decision, pure: may this call run on the kernel, and if not, why not. It reads the call's
-facts, the backend's declaration, the settings, what the pack knows about the machine and what the
-generation knows, and writes nothing; the eager override and the compiled path's op both ask it."""
+"""The one decision, pure: which of the kernel choice's candidates may run this call, which one does,
+and if none, why the call keeps ComfyUI's own attention. It reads the call's facts, the candidates'
+declarations, the settings, what the pack knows about the machine and what the generation knows, and
+writes nothing; the eager override and the compiled path's op both ask it."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, NamedTuple, Optional, Sequence
 
 import torch
 
-from .backends import Backend
+from .backends import Backend, Bound
 from .call import Call, MaskKind
 from .checks import CheckKey
 from .generation import Generation
 from .knowledge import Knowledge
 from .reasons import Reason
 from .settings import ROUTING_MEASURED, Settings
-from .timing import BucketKey, bucket
+from . import timing
+from .timing import BucketKey, Decision, bucket
 
 SHORT_KEYS = 512  # accuracy depends on the key length too (1.0.6: wrong at 77 keys, right at 4k)
+
+
+class Candidate(NamedTuple):
+    """A kernel a call may run on, with the keys its first-call check and its measured decision are
+    kept under (built once, by ``decide``)."""
+    bound: Bound
+    check: CheckKey
+    bucket: BucketKey
+
+    @property
+    def name(self) -> str:
+        return self.bound.backend.name
+
+
+class Ruling(NamedTuple):
+    """What ``decide`` says of a call. ``reason``: why it keeps ComfyUI's attention (None: a kernel runs
+    it). ``kernel``: the candidate that runs it; None with no reason means the candidates in ``eligible``
+    have yet to be checked or timed on this shape (the router does that on this call)."""
+    reason: Optional[Reason]
+    kernel: Optional[Candidate] = None
+    eligible: tuple[Candidate, ...] = ()
 
 
 def check_key(call: Call, backend: Backend) -> CheckKey:
@@ -29,22 +52,83 @@ def bucket_key(call: Call, backend: Backend) -> BucketKey:
                      bucket(call.kv_len))
 
 
-def decide(call: Call, backend: Optional[Backend], settings: Settings, knowledge: Knowledge,
-           generation: Generation) -> Optional[Reason]:
-    """None: run the kernel; else the Reason the call stays on SDPA. ``knowledge`` says what the pack
-    learned about the machine (retired devices, checks, measured decisions), ``generation`` what this
-    run knows (``oom``, ``in_steps``, ``host_bound``). The call's own arguments are ruled on first (cheapest first),
-    then the windows, the device's and kernel's record, the mask (its test costs a sync), and measured
-    routing."""
+def decide(call: Call, candidates: Sequence[Bound], settings: Settings, knowledge: Knowledge,
+           generation: Generation) -> Ruling:
+    """The ruling on ``call`` among ``candidates`` (the kernel choice's, in order of preference).
+    ``knowledge`` says what the pack learned about the machine (retired devices, checks, measured
+    decisions), ``generation`` what this run knows (``oom``, ``in_steps``, ``host_bound``). The call's own
+    arguments are ruled on first (cheapest first), then the windows, the device's and each candidate's
+    record, the mask (its test costs a sync), and measured routing. Where no candidate is left, the
+    reason is the one the first candidate (the preferred) was refused for."""
     floor_q, floor_kv = settings.floors()
     if not settings.enabled:
-        return Reason.DISABLED
+        return Ruling(Reason.DISABLED)
     if call.q_len < floor_q or call.kv_len < floor_kv:
-        return Reason.TOO_SHORT
-    if backend is None:
-        return Reason.NOT_CUDA if call.device.type != "cuda" else Reason.NO_KERNEL
+        return Ruling(Reason.TOO_SHORT)
+    if not candidates:
+        if call.device.type != "cuda":
+            return Ruling(Reason.NOT_CUDA)
+        return Ruling(Reason.NO_KERNEL)
     if not call.low_precision:
-        return Reason.LOW_PRECISION_OPT_OUT
+        return Ruling(Reason.LOW_PRECISION_OPT_OUT)
+    candidates, reason = _kept(candidates, lambda bound: _argument_refusal(call, bound.backend))
+    if not candidates:
+        return Ruling(reason)
+    if not generation.in_steps:
+        return Ruling(Reason.OUTSIDE_STEPS)
+    candidates, reason = _kept(candidates, lambda bound: _block_refusal(call, bound.backend, settings))
+    if not candidates:
+        return Ruling(reason)
+    device = call.device_name
+    if knowledge.retired_why(device) is not None:
+        return Ruling(Reason.DEVICE_RETIRED)
+    if device in generation.oom:
+        return Ruling(Reason.OOM_EARLIER)
+    eligible, reason = [], None
+    for bound in candidates:
+        candidate = Candidate(bound, check_key(call, bound.backend), bucket_key(call, bound.backend))
+        refused = _record_refusal(call, candidate, knowledge)
+        if refused is None:
+            eligible.append(candidate)
+        elif reason is None:
+            reason = refused
+    if not eligible:
+        return Ruling(reason)
+    eligible = tuple(eligible)
+    if settings.routing != ROUTING_MEASURED:
+        return Ruling(None, eligible[0], eligible)
+    decisions = [knowledge.decision(candidate.bucket) for candidate in eligible]
+    if any(decision is None for decision in decisions):
+        return Ruling(None, None, eligible)
+    winner = fastest(eligible, decisions, generation.host_bound)
+    if winner is None:
+        return Ruling(Reason.MEASURED_SLOWER, None, eligible)
+    return Ruling(None, winner, eligible)
+
+
+def fastest(eligible: Sequence[Candidate], decisions: Sequence[Optional[Decision]],
+            host_bound: bool) -> Optional[Candidate]:
+    """The candidate that serves a shape bucket (``timing.fastest`` over their decisions), or None where
+    ComfyUI's attention keeps it."""
+    return timing.fastest([(candidate, candidate.bound.backend.exact, decision)
+                           for candidate, decision in zip(eligible, decisions)], host_bound)
+
+
+def _kept(candidates: Sequence[Bound], refusal: Callable[[Bound], Optional[Reason]]):
+    """(the candidates ``refusal`` lets through, the first one's reason where it refused it, else the
+    first reason given)."""
+    kept, first = [], None
+    for bound in candidates:
+        reason = refusal(bound)
+        if reason is None:
+            kept.append(bound)
+        elif first is None:
+            first = reason
+    return kept, first
+
+
+def _argument_refusal(call: Call, backend: Backend) -> Optional[Reason]:
+    """Why ``backend`` cannot take the call's arguments as they are, or None."""
     if call.dtype not in backend.dtypes:
         return Reason.DTYPE
     if call.layout_problem() or not (call.layout in backend.layouts or backend.transposed_views):
@@ -53,26 +137,30 @@ def decide(call: Call, backend: Optional[Backend], settings: Settings, knowledge
         return Reason.HEAD_DIM
     if call.scale is not None and not backend.custom_scale and abs(call.scale - call.head_dim ** -0.5) > 1e-6:
         return Reason.SCALE
-    if not generation.in_steps:
-        return Reason.OUTSIDE_STEPS
-    if call.block is not None:  # blocks kept at each end of the block type: the user's, else the kernel's
-        first, last = (own if own >= 0 else default for own, default in
-                       zip((settings.first_blocks, settings.last_blocks), backend.edge_blocks))
-        if call.block[1] < first or call.block[1] >= call.block[2] - last:
-            return Reason.OUTSIDE_BLOCKS
-    device = call.device_name
-    if knowledge.retired_why(device) is not None:
-        return Reason.DEVICE_RETIRED
-    if device in generation.oom:
-        return Reason.OOM_EARLIER
-    check = knowledge.check(check_key(call, backend))
+    if call.kv_heads != call.heads and not backend.grouped_query:
+        return Reason.GROUPED_QUERY
+    return None
+
+
+def _block_refusal(call: Call, backend: Backend, settings: Settings) -> Optional[Reason]:
+    """OUTSIDE_BLOCKS where the call's block is among those kept at each end of its block type (the
+    user's number, else the kernel's own), else None."""
+    if call.block is None:
+        return None
+    first = settings.first_blocks if settings.first_blocks >= 0 else backend.edge_blocks[0]
+    last = settings.last_blocks if settings.last_blocks >= 0 else backend.edge_blocks[1]
+    if call.block[1] < first or call.block[1] >= call.block[2] - last:
+        return Reason.OUTSIDE_BLOCKS
+    return None
+
+
+def _record_refusal(call: Call, candidate: Candidate, knowledge: Knowledge) -> Optional[Reason]:
+    """Why the candidate's record (its first-call check) or the mask rules it out, or None."""
+    check = knowledge.check(candidate.check)
     if check is not None and not check.passed:
         return Reason.CHECK_FAILED
+    backend = candidate.bound.backend
     if call.mask is not None and call.mask_kind is MaskKind.MASKS and not (
             backend.masks and (call.mask.dtype == torch.bool or call.mask.is_floating_point())):  # as SDPA takes them
         return Reason.MASK  # (a no-op mask is dropped; a key-padding mask's keys are sliced off)
-    if settings.routing == ROUTING_MEASURED:
-        measured = knowledge.decision(bucket_key(call, backend))
-        if measured is not None and not measured.use_sage_when(generation.host_bound):
-            return Reason.MEASURED_SLOWER
     return None

@@ -5,6 +5,7 @@ lock. At its end the ledger adds it to the run's record and the session's totals
 from __future__ import annotations
 
 import collections
+import dataclasses
 import time
 from typing import Optional
 
@@ -13,6 +14,22 @@ import torch
 from .checks import CheckKey
 from .ledger import Route, Tally
 from .timing import StepTimer
+
+
+@dataclasses.dataclass(frozen=True)
+class StepAside:
+    """A model evaluation whose calls all went to ComfyUI's attention, and what an evaluation like it needs
+    to find unchanged to run without the Scope: its key, the knowledge's version, the step window, the
+    pace. ``calls``: per device, what its calls came to (counted again for each evaluation stepped aside)."""
+    evaluation: tuple
+    knowledge_version: int
+    in_steps: bool
+    host_bound: bool
+    calls: dict
+
+    def holds(self, evaluation: tuple, knowledge_version: int, in_steps: bool, host_bound: bool) -> bool:
+        return (evaluation, knowledge_version, in_steps, host_bound) == (
+            self.evaluation, self.knowledge_version, self.in_steps, self.host_bound)
 
 
 class Generation:
@@ -35,6 +52,7 @@ class Generation:
         self.routes_seen: dict[tuple, Route] = {}
         self.routes_version = -1
         self.routes_step = (self.in_steps, self.host_bound)
+        self.aside: Optional[StepAside] = None  # the evaluation the Scope may step aside from (sampling.one_step)
 
     def route_seen(self, signature: Optional[tuple], knowledge_version: int) -> Optional[Route]:
         """The route of a call made earlier with this signature, while nothing ``decide`` reads has changed
@@ -69,6 +87,42 @@ class Generation:
         """The step's launches are done (nothing has waited for the GPU since they ended)."""
         if self.step_timer is not None:
             self.step_timer.stop()
+
+    def may_step_aside(self, evaluation: Optional[tuple], knowledge_version: int) -> bool:
+        """Whether this evaluation may run without the Scope: the one before it was like it (``evaluation``,
+        sampling.evaluation_key), sent every call to ComfyUI's attention, and nothing ``decide`` reads has
+        changed since (the knowledge, the step window, the pace, no device out of memory). Else forgets it."""
+        aside = self.aside
+        if aside is None:
+            return False
+        if evaluation is not None and aside.holds(evaluation, knowledge_version, self.in_steps, self.host_bound):
+            return True
+        self.aside = None
+        return False
+
+    def count_stepped_aside(self) -> None:
+        """Counts an evaluation the Scope stepped aside from with the routes its calls had the time before."""
+        for device, profile in self.aside.calls.items():
+            tally = self.tallies[device]
+            tally.add(profile)
+            tally.counted_from_routes += profile.calls()
+
+    def note_step(self, evaluation: Optional[tuple], knowledge_version: int, before: dict[str, Tally],
+                  calls: int) -> None:
+        """After an evaluation the Scope routed: where every one of its ``calls`` went to ComfyUI's attention
+        for a reason ``decide`` gives (no kernel ran, none failed), the next one like it may step aside."""
+        self.aside = None
+        if evaluation is None or calls == 0:
+            return
+        profile = {}
+        for device, tally in self.tallies.items():
+            change = tally.since(before.get(device))
+            if change.kernel or sum(change.faults.values()):
+                return
+            if change.calls():
+                profile[device] = change
+        if sum(change.calls() for change in profile.values()) == calls:
+            self.aside = StepAside(evaluation, knowledge_version, self.in_steps, self.host_bound, profile)
 
     def take_bad_keys(self) -> set[CheckKey]:
         """Keys with a NaN or inf in a kernel output since the last call (a sum is finite only where every

@@ -46,15 +46,21 @@ class Knowledge:
             self.resolutions.clear()
             self.version += 1
 
+    def is_exact(self, name: str) -> bool:
+        """Whether the kernel called ``name`` is exact (torch's SDPA backends)."""
+        backend = self.backend(name)
+        return backend is not None and backend.exact
+
     def names(self) -> list[str]:
-        return ["auto", *backends.REGISTRY, *self.extra_backends]
+        """Every kernel choice the pack knows: ``auto``, ``exact`` and each kernel by name."""
+        return [backends.AUTO_CHOICE, backends.EXACT_CHOICE, *backends.REGISTRY, *self.extra_backends]
 
     def usable(self, devices: list[torch.device]) -> list[str]:
-        """``auto`` and every kernel bound on one of ``devices``."""
-        return ["auto"] + [n for n in self.names()[1:] if any(self.kernel(n, d).bound for d in devices)]
+        """``auto``, ``exact`` where an exact kernel binds, and every kernel bound on one of ``devices``."""
+        return [backends.AUTO_CHOICE] + [n for n in self.names()[1:] if any(self.kernel(n, d).bound for d in devices)]
 
     def kernel(self, choice: str, device: torch.device | str) -> backends.Resolution:
-        """The kernel ``choice`` binds on ``device`` (found once, then remembered), or why none does."""
+        """The candidates ``choice`` binds on ``device`` (found once, then remembered), or why none does."""
         key = (choice, str(device))
         found = self.resolutions.get(key)
         if found is None:
@@ -87,24 +93,37 @@ class Knowledge:
             self.version += 1
             return self.decisions.setdefault(decision.key, decision)
 
-    def measure(self, key: BucketKey, run_sage: Callable, run_sdpa: Callable, device: torch.device,
-                version: str) -> tuple[Decision, float]:
-        """(the bucket's decision, the ms spent timing): the one earlier sessions agreed on, else timed now.
-        A kernel that raises while timed loses the bucket; the error propagates."""
-        store, where = self.store, (timing.fingerprint(key.device, version), key.with_kernel())
-        saved = store.agreed(*where) if store is not None else None
-        if saved is not None:
-            return self.record_decision(Decision(key, saved["sage_ms"], saved["sdpa_ms"], True,
-                                                 saved.get("host_extra_ms", 0.0))), 0.0
-        try:
-            sage_ms, sdpa_ms, spent, host_extra = timing.time_both(self.clock, run_sage, run_sdpa, device, key)
-        except Exception:
-            self.record_decision(Decision(key, None, float("nan")))
-            raise
-        decision = self.record_decision(Decision(key, sage_ms, sdpa_ms, host_extra_ms=host_extra))
-        if store is not None:
-            store.offer(*where, decision.use_sage, sage_ms, sdpa_ms, host_extra)
-        return decision, spent
+    def measure(self, kernels: dict, run_comfy: Callable, device: torch.device) -> tuple[float, dict]:
+        """Decides a bucket for each candidate of ``kernels`` (bucket key -> (a call of it, its version)):
+        the decision earlier sessions agreed on, else timed now, the rest together in one timing. Returns
+        the ms spent timing and the errors of the kernels that raised while timed (they lose the bucket)."""
+        to_time = {}
+        for key, (run, version) in kernels.items():
+            saved = self._saved(key, version)
+            if saved is None:
+                to_time[key] = run
+            else:
+                self.record_decision(Decision(key, saved["kernel_ms"], saved["comfy_ms"], True,
+                                              saved.get("host_extra_ms", 0.0)))
+        if not to_time:
+            return 0.0, {}
+        timed = timing.time_arms(self.clock, to_time, run_comfy, device)
+        for key in to_time:
+            decision = self.record_decision(Decision(key, timed.kernel_ms[key], timed.comfy_ms,
+                                                     host_extra_ms=timed.host_extra_ms[key]))
+            if self.store is not None and key not in timed.errors:
+                self.store.offer(*self._where(key, kernels[key][1]), decision.use_kernel, decision.kernel_ms,
+                                 decision.comfy_ms, decision.host_extra_ms)
+        return timed.spent_ms, timed.errors
+
+    def _where(self, key: BucketKey, version: str) -> tuple[str, str]:
+        """Where the routing store keeps the bucket's decision: the setup's fingerprint and the bucket."""
+        return timing.fingerprint(key.device, version), key.with_kernel()
+
+    def _saved(self, key: BucketKey, version: str) -> Optional[dict]:
+        if self.store is None:
+            return None
+        return self.store.agreed(*self._where(key, version))
 
     # -- devices --------------------------------------------------------------------------------
 

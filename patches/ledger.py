@@ -11,16 +11,20 @@ from typing import Any, NamedTuple, Optional
 
 from .reasons import Reason
 
-SDPA_ROUTE = "SDPA"  # a measured bucket's route when its calls stay on SDPA; else the kernel's name
+COMFY_ROUTE = "ComfyUI"  # a measured bucket's route when its calls keep ComfyUI's attention; else the kernel's name
 
 
 class Route(NamedTuple):
-    """Where a call went, as its device's Tally counts it on arrival (a call the kernel takes is counted
-    on the kernel once it ran: ``Router.run``)."""
+    """Where a call goes, as its device's Tally counts it on arrival (a call a kernel takes is counted
+    on the kernel once it ran: ``Router.run``), and what the router needs to send a call like it there
+    again without deciding it anew."""
     device: str
-    reason: Optional[Reason]      # why it stays on SDPA; None: eligible for the kernel
-    sdpa_bucket: Optional[tuple]  # the shape bucket measured slower (the routing table counts its calls), or None
-    unplaced: bool                # a block window is set but the model gives the call no block position
+    reason: Optional[Reason]       # why it keeps ComfyUI's attention; None: a kernel runs it
+    comfy_bucket: Optional[tuple]  # the shape bucket measured for ComfyUI's attention (the routing table counts
+    #                                its calls), or None
+    unplaced: bool                 # a block window is set but the model gives the call no block position
+    kernel: Optional[tuple] = None  # decide.Candidate: the kernel that runs it (None: declined, or to be timed)
+    eligible: tuple = ()           # decide.Candidate each: those it may run on (a route to be timed times them)
 
 
 @dataclasses.dataclass
@@ -33,22 +37,46 @@ class Tally:
     copied: int = 0              # the kernel got copies of q/k/v (call.Call.copies)
     no_block_positions: int = 0  # a block window could not place the call (the model says no block)
     routes: collections.Counter = dataclasses.field(default_factory=collections.Counter)  # (BucketKey, route): calls
+    counted_from_routes: int = 0  # calls of steps the Scope stepped aside from, counted from the routes it knew
 
-    def count(self, route: Route) -> None:
-        self.no_block_positions += route.unplaced
+    def count(self, route: Route, calls: int = 1) -> None:
+        if route.unplaced:
+            self.no_block_positions += calls
         if route.reason is not None:
-            self.declined[route.reason] += 1
-        if route.sdpa_bucket is not None:
-            self.routes[route.sdpa_bucket, SDPA_ROUTE] += 1
+            self.declined[route.reason] += calls
+        if route.comfy_bucket is not None:
+            self.routes[route.comfy_bucket, COMFY_ROUTE] += calls
 
     def add(self, other: "Tally") -> None:
         self.kernel += other.kernel
         self.masks_dropped += other.masks_dropped
         self.copied += other.copied
         self.no_block_positions += other.no_block_positions
+        self.counted_from_routes += other.counted_from_routes
         for mine, theirs in ((self.declined, other.declined), (self.faults, other.faults),
                              (self.routes, other.routes)):
             mine.update(theirs)
+
+    def calls(self) -> int:
+        """The calls counted: on a kernel or kept on ComfyUI's attention."""
+        return self.kernel + sum(self.declined.values())
+
+    def since(self, earlier: Optional["Tally"]) -> "Tally":
+        """What was counted after ``earlier`` (a copy of this tally made before; None: since it was empty)."""
+        change = self.copy()
+        if earlier is None:
+            return change
+        change.kernel -= earlier.kernel
+        change.masks_dropped -= earlier.masks_dropped
+        change.copied -= earlier.copied
+        change.no_block_positions -= earlier.no_block_positions
+        change.counted_from_routes -= earlier.counted_from_routes
+        for mine, theirs in ((change.declined, earlier.declined), (change.faults, earlier.faults),
+                             (change.routes, earlier.routes)):
+            mine.subtract(theirs)
+            for key in [key for key, n in mine.items() if n == 0]:
+                del mine[key]
+        return change
 
     def copy(self) -> "Tally":
         copied = Tally()
@@ -61,7 +89,7 @@ class Tally:
         return {"sage": self.kernel, "sdpa": sdpa, "sdpa_total": sum(sdpa.values()),
                 "faults": {fault.value: n for fault, n in sorted(self.faults.items(), key=lambda kv: kv[0].value) if n},
                 "masks_dropped": self.masks_dropped, "copied": self.copied,
-                "no_block_positions": self.no_block_positions}
+                "no_block_positions": self.no_block_positions, "counted_from_routes": self.counted_from_routes}
 
 
 @dataclasses.dataclass
@@ -198,7 +226,9 @@ class Ledger:
                                 "last_generation": (self.last.get(d) or Tally()).as_dict(),
                                 "handed": dict(self.handed.get(d, {})),
                                 "bucket_calls": {"last": dict(_calls_per_bucket(self.last.get(d))),
-                                                 "session": dict(_calls_per_bucket(self.totals.get(d)))}}
+                                                 "session": dict(_calls_per_bucket(self.totals.get(d)))},
+                                "route_calls": {"last": _calls_per_route(self.last.get(d)),
+                                                "session": _calls_per_route(self.totals.get(d))}}
                             for d in devices}}
 
 
@@ -209,3 +239,11 @@ def _calls_per_bucket(tally: Optional[Tally]) -> collections.Counter:
         counts[bucket.with_kernel()] += n
     return counts
 
+
+def _calls_per_route(tally: Optional[Tally]) -> dict[str, dict[str, int]]:
+    """Calls per shape bucket (described, its kernel left out) and route (a kernel's name, or ComfyUI)."""
+    counts: dict[str, dict[str, int]] = {}
+    for (bucket, route), n in (tally.routes.items() if tally else ()):
+        shape = counts.setdefault(bucket._replace(kernel="").describe(), {})
+        shape[route] = shape.get(route, 0) + n
+    return counts

@@ -25,6 +25,7 @@ class Reason(str, enum.Enum):
     LAYOUT = "layout", "layout the kernel cannot take without a copy"
     HEAD_DIM = "head_dim", "head size the kernel does not support"
     SCALE = "scale", "softmax scale the kernel cannot apply"
+    GROUPED_QUERY = "grouped_query", "grouped-query attention the kernel is wrong on for this GPU"
     OUTSIDE_STEPS = "outside_steps", "step outside the Scope's start/end percent"
     OUTSIDE_BLOCKS = "outside_blocks", "block among the first/last kept on SDPA"
     DEVICE_RETIRED = "device_retired", "device retired after repeated kernel errors"

@@ -1,9 +1,10 @@
 """The override ComfyUI's ``wrap_attn`` calls for every attention call of a scoped model, as
-``override(func, *args, **kwargs)``: ``func(*args, **kwargs)`` is what ComfyUI would have run (SDPA).
-The router reads the call's facts, asks ``decide``, counts the route, and runs the kernel or ``func``
-(through an override that was there before the Scope, if any); only while a generation is open
-(sampling.py). On the kernel, the first call of a kind is checked against SDPA and a shape bucket is
-timed once (measured routing); a kernel that fails hands the call to SDPA."""
+``override(func, *args, **kwargs)``: ``func(*args, **kwargs)`` is what ComfyUI would have run (its own
+attention, SDPA on a GPU). The router reads the call's facts, asks ``decide``, counts the route, and runs
+the chosen kernel or ``func`` (through an override that was there before the Scope, if any); only while
+a generation is open (sampling.py). A kernel's first call of a kind is checked against ``func``'s
+result; a shape bucket's candidates are timed against ``func`` once (measured routing); a kernel that
+fails hands the call to ``func``."""
 from __future__ import annotations
 
 import importlib
@@ -16,14 +17,14 @@ import torch
 from . import compiled
 from .backends import Bound
 from .call import Call, MaskKind, comfy_arguments, signature
-from .checks import CheckKey, judge
-from .decide import bucket_key, check_key, decide
+from .checks import judge
+from .decide import Candidate, decide, fastest
 from .generation import Generation
-from .ledger import SDPA_ROUTE, Route, Tally
+from .ledger import COMFY_ROUTE, Route, Tally
 from .reasons import Fault, Reason, classify, describe
 from .session import Session
-from .settings import ROUTING_MEASURED, Settings
-from .timing import BucketKey
+from .settings import Settings
+from .timing import Decision
 
 log = logging.getLogger(__name__)
 
@@ -51,150 +52,271 @@ class Router:
     def __call__(self, func, *args, **kwargs):
         if _tracing():
             return compiled.trace(self, func, args, kwargs)
-        call, reason, bound = self.route(comfy_arguments(args, kwargs))
-        if reason is not None:
+        call, route = self.route(comfy_arguments(args, kwargs))
+        if route.reason is not None:
             return self.through(func, args, kwargs)
-        return self.run(call, self.generation, bound, func, args, kwargs)
+        return self.run(call, route, func, args, kwargs)
 
     def container_function(self, q, k, v, heads, *rest, **kwargs):
         """Newer ComfyUI's ``wrap_attn`` calls this, without ``func``, where q, k, v come in single-owner
         containers (``peek``/``take``): a declined call goes, containers and all, to the containers'
         module's ``optimized_attention``, so that each is consumed exactly once."""
         comfy_attention = getattr(importlib.import_module(type(q).__module__), "optimized_attention")
-        call, reason, bound = self.route(comfy_arguments((q.peek(), k.peek(), v.peek(), heads, *rest), kwargs))
-        if reason is not None and self.previous is None:
+        call, route = self.route(comfy_arguments((q.peek(), k.peek(), v.peek(), heads, *rest), kwargs))
+        if route.reason is not None and self.previous is None:
             return comfy_attention(q, k, v, heads, *rest, **kwargs)
         args = (q.take(), k.take(), v.take(), heads, *rest)
-        if reason is not None:
+        if route.reason is not None:
             return self.previous(comfy_attention, *args, **kwargs)
-        return self.run(call, self.generation, bound, comfy_attention, args, kwargs)
+        return self.run(call, route, comfy_attention, args, kwargs)
 
-    def route(self, arguments: dict) -> tuple[Optional[Call], Optional[Reason], Optional[Bound]]:
-        """The call's facts, why it stays on SDPA (None: the kernel takes it) and the kernel bound on its
-        device; counted. A call with the signature of one made earlier in the run, while nothing ``decide``
-        reads has changed since, goes the same way without being decided again, and a declined one without
-        being parsed (no facts, no kernel): from its second step on, a model's calls are such, and on a
-        host-bound model every microsecond here is paid in its step."""
+    # -- deciding -------------------------------------------------------------------------------
+
+    def route(self, arguments: dict) -> tuple[Optional[Call], Route]:
+        """The call's facts and its route (a reason to keep ComfyUI's attention, or the kernel to run, or
+        none yet: its candidates are to be checked and timed); the route counted. A call with the signature
+        of one made earlier in the run, while nothing ``decide`` reads has changed since, goes the same way
+        without being decided again, and a declined one without being parsed (no facts): from its second
+        step on, a model's calls are such, and on a host-bound model every microsecond here is paid in its
+        step."""
         generation = self.generation
         if generation is None:
             call = Call.from_arguments(arguments)
             self.session.ledger.count_outside_scope(call.device_name if call is not None else "unknown")
-            return call, Reason.OUTSIDE_SCOPE, None
+            return call, Route("unknown", Reason.OUTSIDE_SCOPE, None, False)
         key = signature(arguments)
         route = generation.route_seen(key, self.session.knowledge.version)
         if route is not None and route.reason is not None:
             self.count(generation, route)
-            return None, route.reason, None
+            return None, route
         call = Call.from_arguments(arguments)
-        bound = self.bound(call)
         if route is None:
-            route = self.route_of(call, self.decline_reason(call, generation, bound), bound)
-            if key is not None:
-                generation.routes_seen[key] = route
+            route = self.route_of(call, generation)
+            if key is not None and (route.reason is not None or route.kernel is not None):
+                generation.routes_seen[key] = route  # (a route still to be timed is decided again next time)
         self.count(generation, route)
-        return call, route.reason, bound
+        return call, route
 
-    def bound(self, call: Optional[Call]) -> Optional[Bound]:
-        """The kernel this router's choice binds on the call's device, or None (None for no call)."""
-        return call and self.session.use_kernel(self.settings.kernel, call.device_name).bound
+    def candidates(self, call: Call) -> tuple[Bound, ...]:
+        """The candidates this router's kernel choice binds on the call's device."""
+        return self.session.use_kernel(self.settings.kernel, call.device_name).candidates
 
-    def decline_reason(self, call: Optional[Call], generation: Generation, bound: Optional[Bound]) -> Optional[Reason]:
-        """Why ``call`` (in an open generation) stays on SDPA, or None where the kernel takes it. Counts nothing."""
+    def route_of(self, call: Optional[Call], generation: Generation) -> Route:
+        """The route ``decide`` rules for ``call`` (in an open generation). Counts nothing."""
         if call is None:
-            return Reason.NOT_TENSORS
-        return decide(call, bound and bound.backend, self.settings, self.session.knowledge, generation)
-
-    def route_of(self, call: Optional[Call], reason: Optional[Reason], bound: Optional[Bound]) -> Route:
-        """How the Tally counts the call on arrival (a call the kernel takes is counted by ``run``)."""
-        if call is None:
-            return Route("unknown", reason, None, False)
-        return Route(call.device_name, reason,
-                     bucket_key(call, bound.backend) if reason is Reason.MEASURED_SLOWER else None,
-                     call.block is None and self.settings.places_blocks)
+            return Route("unknown", Reason.NOT_TENSORS, None, False)
+        ruling = decide(call, self.candidates(call), self.settings, self.session.knowledge, generation)
+        unplaced = call.block is None and self.settings.places_blocks
+        if ruling.reason is not None:
+            comfy_bucket = ruling.eligible[0].bucket if ruling.reason is Reason.MEASURED_SLOWER else None
+            return Route(call.device_name, ruling.reason, comfy_bucket, unplaced)
+        return Route(call.device_name, None, None, unplaced, ruling.kernel, ruling.eligible)
 
     @staticmethod
     def count(generation: Generation, route: Route) -> None:
         generation.calls_seen += 1
         generation.tallies[route.device].count(route)
 
-    def through(self, func, args: tuple, kwargs: dict):
-        """The SDPA path: exactly what ComfyUI would have run without the Scope."""
-        return self.previous(func, *args, **kwargs) if self.previous is not None else func(*args, **kwargs)
+    # -- running --------------------------------------------------------------------------------
 
-    def run(self, call: Call, generation: Generation, bound: Bound, func, args, kwargs):
-        """The kernel on an eligible call; its first call of a kind checked, its shape bucket timed once."""
-        settings, knowledge = self.settings, self.session.knowledge
-        tally, key = generation.tallies[call.device_name], check_key(call, bound.backend)
+    def through(self, func, args: tuple, kwargs: dict):
+        """ComfyUI's path: exactly what ComfyUI would have run without the Scope."""
+        if self.previous is not None:
+            return self.previous(func, *args, **kwargs)
+        return func(*args, **kwargs)
+
+    def run(self, call: Call, route: Route, func, args, kwargs):
+        """A call a kernel takes: the route's kernel, or, where the route names none yet, the kernel the
+        call's candidates are checked and timed for now (``choose``)."""
+        if route.kernel is None:
+            return self.choose(call, route.eligible, func, args, kwargs)
+        return self.run_kernel(call, route.kernel, func, args, kwargs)
+
+    def run_kernel(self, call: Call, candidate: Candidate, func, args, kwargs):
+        """The kernel on an eligible call, its first call of a kind checked; a fault runs ComfyUI's."""
+        generation = self.generation
+        tally = generation.tallies[call.device_name]
         try:
-            out, layout = bound(call, settings)
+            result = self.kernel_output(call, candidate)
         except Exception as exc:  # noqa: BLE001 - a kernel failure must never lose a generation
-            return self.fault(exc, call, generation, bound, func, args, kwargs)
-        result = call.output(out, layout)
-        tally.masks_dropped += call.mask is not None and call.mask_kind is not MaskKind.MASKS  # no-op, or keys left out
-        tally.copied += call.copies
-        if settings.first_call_check and knowledge.check(key) is None:
+            self.fault(exc, call, candidate)
+            tally.declined[Reason.KERNEL_FAULT] += 1
+            return self.through(func, args, kwargs)
+        self.count_arguments(tally, call)
+        if self.needs_check(candidate):
             generation.waited = True  # the check reads both outputs
             reference = func(*args, **kwargs)
-            if not self.check(key, result, reference, tally):
+            if not self.check(candidate, result, reference, tally):
+                tally.declined[Reason.CHECK_FAILED] += 1
                 return reference
         else:  # after the check: a device-side flag, read once a step (sampling.guarded)
-            generation.flags.append((key, out.sum(dtype=torch.float32)))  # NaN/inf survive the sum
-        knowledge.note_fault(call.device_name, None)
-        bucket = bucket_key(call, bound.backend)
-        if settings.routing == ROUTING_MEASURED and knowledge.decision(bucket) is None:
-            try:
-                use_kernel = self.measure(bucket, call, generation, bound, func, args, kwargs)
-            except Exception as exc:  # noqa: BLE001 - the kernel failed while timed
-                return self.fault(exc, call, generation, bound, func, args, kwargs)
-            if not use_kernel:
-                tally.declined[Reason.MEASURED_SLOWER] += 1
-                tally.routes[bucket, SDPA_ROUTE] += 1
-                return self.through(func, args, kwargs)
-        tally.kernel += 1
-        tally.routes[bucket, bound.backend.name] += 1
+            self.flag(candidate, result)
+        self.session.knowledge.note_fault(call.device_name, None)
+        self.count_kernel(tally, candidate)
         return result
 
-    def check(self, key: CheckKey, result: torch.Tensor, reference: torch.Tensor, tally: Tally) -> bool:
-        """The first call of a kind: the kernel's ``result`` against SDPA's ``reference``, kept for the
-        session; whether it passed (where not, the call's counts say so)."""
-        verdict = judge(key, result, reference)
+    def choose(self, call: Call, eligible: tuple[Candidate, ...], func, args, kwargs):
+        """The first call of a shape bucket under measured routing: each candidate runs on it, those not yet
+        checked are checked against ComfyUI's result, those that may serve it are timed against ComfyUI's
+        attention, and the fastest serves the bucket (``decide.fastest``); the call returns its output, else
+        ComfyUI's. A candidate that raises loses this call; where others remain it loses the bucket too (one
+        candidate alone is tried again on the next call, as any kernel after a fault)."""
+        generation, knowledge = self.generation, self.session.knowledge
+        tally = generation.tallies[call.device_name]
+        generation.waited = True  # checking and timing wait for the GPU
+        reference = None
+        if any(self.needs_check(candidate) for candidate in eligible):
+            reference = func(*args, **kwargs)
+        outputs, checked, faulted = self.first_calls(call, eligible, reference, tally)
+        if call.device_name in generation.oom:  # one ran out of memory: ComfyUI's attention for the rest of the run
+            return self.keep_comfy(call, eligible, Reason.KERNEL_FAULT, reference, func, args, kwargs)
+        if faulted and len(eligible) > 1:
+            for candidate in faulted:
+                knowledge.record_decision(Decision(candidate.bucket, None, float("nan")))
+        timed = [c for c in eligible if c in outputs]
+        faulted.extend(self.measure(call, timed, func, args, kwargs))
+        winner = fastest(timed, [knowledge.decision(c.bucket) for c in timed], generation.host_bound)
+        if winner is None:
+            return self.keep_comfy(call, eligible, self.declined_because(eligible, faulted), reference, func, args,
+                                   kwargs)
+        result = outputs[winner]
+        if winner not in checked:  # no check read this output: its flag is read at the step's end
+            self.flag(winner, result)
+        knowledge.note_fault(call.device_name, None)
+        self.count_kernel(tally, winner)
+        return result
+
+    def first_calls(self, call: Call, eligible: tuple[Candidate, ...], reference: Optional[torch.Tensor],
+                    tally: Tally) -> tuple[dict, set, list]:
+        """Runs each candidate on the call, checking those not checked yet: (the outputs of those that may
+        serve it, those checked now, those that raised). Stops at an out-of-memory error."""
+        outputs, checked, faulted, ran = {}, set(), [], False
+        for candidate in eligible:
+            checking = self.needs_check(candidate)
+            try:
+                result = self.kernel_output(call, candidate)
+            except Exception as exc:  # noqa: BLE001 - a kernel failure must never lose a generation
+                faulted.append(candidate)
+                if self.fault(exc, call, candidate) is Fault.OOM:
+                    break
+                continue
+            if not ran:
+                self.count_arguments(tally, call)
+                ran = True
+            if checking:
+                checked.add(candidate)
+            if not checking or self.check(candidate, result, reference, tally):
+                outputs[candidate] = result
+        return outputs, checked, faulted
+
+    def keep_comfy(self, call: Call, eligible: tuple[Candidate, ...], reason: Reason, reference, func, args, kwargs):
+        """A call whose candidates were checked or timed, left with ComfyUI's attention for ``reason``
+        (``reference``: its result, where the checks computed it)."""
+        tally = self.generation.tallies[call.device_name]
+        tally.declined[reason] += 1
+        if reason is Reason.MEASURED_SLOWER:
+            tally.routes[eligible[0].bucket, COMFY_ROUTE] += 1
+        if self.previous is not None or reference is None:
+            return self.through(func, args, kwargs)
+        return reference
+
+    def declined_because(self, eligible: tuple[Candidate, ...], faulted: list) -> Reason:
+        """Why a call whose candidates were checked and timed keeps ComfyUI's attention."""
+        if faulted:
+            return Reason.KERNEL_FAULT
+        knowledge = self.session.knowledge
+        checks = [knowledge.check(candidate.check) for candidate in eligible]
+        if all(check is not None and not check.passed for check in checks):
+            return Reason.CHECK_FAILED
+        return Reason.MEASURED_SLOWER
+
+    def kernel_output(self, call: Call, candidate: Candidate) -> torch.Tensor:
+        """The candidate's output for the call, shaped as ComfyUI's attention returns it."""
+        out, layout = candidate.bound(call, self.settings)
+        return call.output(out, layout)
+
+    @staticmethod
+    def count_arguments(tally: Tally, call: Call) -> None:
+        """What a kernel's run did to the call's arguments: a mask dropped (a no-op, or the keys it masks left
+        out), copies made (call.Call.copies). Once a call."""
+        if call.mask is not None and call.mask_kind is not MaskKind.MASKS:
+            tally.masks_dropped += 1
+        if call.copies:
+            tally.copied += 1
+
+    @staticmethod
+    def count_kernel(tally: Tally, candidate: Candidate) -> None:
+        tally.kernel += 1
+        tally.routes[candidate.bucket, candidate.name] += 1
+
+    def flag(self, candidate: Candidate, result: torch.Tensor) -> None:
+        """The output's sum, read at the step's end (NaN/inf survive the sum)."""
+        self.generation.flags.append((candidate.check, result.sum(dtype=torch.float32)))
+
+    # -- the first-call check -------------------------------------------------------------------
+
+    def needs_check(self, candidate: Candidate) -> bool:
+        return self.settings.first_call_check and self.session.knowledge.check(candidate.check) is None
+
+    def check(self, candidate: Candidate, result: torch.Tensor, reference: torch.Tensor, tally: Tally) -> bool:
+        """A candidate's first call of a kind: its ``result`` against ComfyUI's ``reference``, kept for the
+        session; whether it passed (an exact candidate is held to exact rounding)."""
+        key = candidate.check
+        verdict = judge(key, result, reference, exact=candidate.bound.backend.exact)
         self.session.knowledge.record_check(verdict)
         if verdict.passed:
             log.info("Attention kernel first-call check %s for %s", verdict.describe(), key.describe())
             return True
-        tally.faults[Fault.NON_FINITE] += not verdict.finite
-        tally.declined[Reason.CHECK_FAILED] += 1
-        log.warning("Attention kernel first-call check %s for %s; these calls stay on SDPA for this session.",
-                    verdict.describe(), key.describe())
+        if not verdict.finite:
+            tally.faults[Fault.NON_FINITE] += 1
+        log.warning("Attention kernel first-call check %s for %s; these calls keep ComfyUI's attention for this "
+                    "session.", verdict.describe(), key.describe())
         return False
 
-    def measure(self, bucket: BucketKey, call: Call, generation: Generation, bound: Bound, func, args, kwargs) -> bool:
-        """Measured routing's decision for the call's bucket (timed now, its cost added to the
-        generation, or agreed by earlier sessions): whether the kernel is faster."""
-        generation.waited = True  # timing waits for each arm
-        decision, spent = self.session.knowledge.measure(
-            bucket, lambda: bound(call, self.settings), lambda: self.through(func, args, kwargs), call.device,
-            bound.version)
-        generation.measuring_ms += spent
-        log.info("Sage Attention Scope measured %s", decision.describe())
-        return decision.use_sage_when(generation.host_bound)
+    # -- measured routing -----------------------------------------------------------------------
 
-    def fault(self, exc: BaseException, call: Call, generation: Generation, bound: Bound, func, args, kwargs):
-        """Counts and says a kernel failure; the call runs on SDPA."""
+    def measure(self, call: Call, candidates: list[Candidate], func, args, kwargs) -> list[Candidate]:
+        """Times each candidate without a decision for its bucket against ComfyUI's attention (or takes the
+        decision earlier sessions agreed on), the cost added to the generation; those that raised while
+        timed (they lose the bucket)."""
+        generation, knowledge = self.generation, self.session.knowledge
+        untimed = [c for c in candidates if knowledge.decision(c.bucket) is None]
+        if not untimed:
+            return []
+        kernels = {c.bucket: (self.timed_call(call, c), c.bound.version) for c in untimed}
+        spent, errors = knowledge.measure(kernels, lambda: self.through(func, args, kwargs), call.device)
+        generation.measuring_ms += spent
+        failed = []
+        for candidate in untimed:
+            if candidate.bucket in errors:
+                self.fault(errors[candidate.bucket], call, candidate)
+                failed.append(candidate)
+            else:
+                log.info("Sage Attention Scope measured %s", knowledge.decision(candidate.bucket).describe())
+        return failed
+
+    def timed_call(self, call: Call, candidate: Candidate) -> Callable:
+        return lambda: candidate.bound(call, self.settings)
+
+    # -- faults ---------------------------------------------------------------------------------
+
+    def fault(self, exc: BaseException, call: Call, candidate: Candidate) -> Fault:
+        """Counts and says a kernel failure (the caller runs ComfyUI's attention); its kind."""
         kind, device = classify(exc), call.device_name
-        knowledge, ledger = self.session.knowledge, self.session.ledger
-        tally = generation.tallies[device]
-        tally.faults[kind] += 1
-        tally.declined[Reason.KERNEL_FAULT] += 1
-        what, kernel = describe(exc), bound.backend.name
+        knowledge, ledger, generation = self.session.knowledge, self.session.ledger, self.generation
+        generation.tallies[device].faults[kind] += 1
+        what, kernel = describe(exc), candidate.name
         if kind is Fault.OOM:
             generation.ran_out_of_memory(device)
-            log.warning("%s ran out of memory on %s (%s); the rest of this generation uses SDPA there.",
+            log.warning("%s ran out of memory on %s (%s); the rest of this generation uses ComfyUI's attention there.",
                         kernel, device, what)
         elif knowledge.note_fault(device, kind):
             log.warning("Attention kernels retired on %s for this session after %d Triton errors in a row (last: "
                         "%s). Clearing the Triton cache (~/.triton/cache) and restarting may help.",
                         device, knowledge.triton_streak[device], what)
         elif ledger.first_time("fault", device, kind, type(exc).__qualname__):
-            log.warning("%s failed on %s, this call used SDPA (said once per kind): %s", kernel, device, what)
-        return self.through(func, args, kwargs)
+            log.warning("%s failed on %s, this call used ComfyUI's attention (said once per kind): %s", kernel, device,
+                        what)
+        return kind
+
+

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from typing import Optional
 
 import torch
 
@@ -105,7 +106,9 @@ def one_step(router: Router, executor, model, conds, x_in, timestep, model_optio
     """One model evaluation in a step: whether its sigma lies in the step window (ComfyUI's percent
     convention, as ControlNets use it), the override for ControlNets in it, its pace (timed for measured
     routing: did the host or the GPU set it), the guard, and whether the override there is still the
-    Scope's."""
+    Scope's. Where the evaluation before it sent every call to ComfyUI's attention and nothing ``decide``
+    reads has changed since, the Scope steps aside (``StepAside``): the evaluation runs without its
+    override, its calls counted from the routes already known."""
     generation, settings = router.generation, router.settings
     if generation is None:
         return executor(model, conds, x_in, timestep, model_options, *args, **kwargs)
@@ -117,16 +120,58 @@ def one_step(router: Router, executor, model, conds, x_in, timestep, model_optio
             if id(net) not in generation.hooks:
                 generation.hooks[id(net)] = override_hooks.hand_override(net, {OVERRIDE_KEY: router})
     installed, calls_before = override_hooks.installed_override(model_options), generation.calls_seen
+    generation.step_started(getattr(x_in, "device", None))  # (LTX-2's nested latent: untimed)
+    evaluation = None
+    if installed is router:
+        evaluation = evaluation_key(conds, x_in, timestep)
+    knowledge_version = router.session.knowledge.version
+    if generation.may_step_aside(evaluation, knowledge_version):
+        generation.count_stepped_aside()
+        out = executor(model, conds, x_in, timestep, without_scope(model_options, router.previous), *args, **kwargs)
+        generation.step_launched()
+        return out
 
     def step():
         out = executor(model, conds, x_in, timestep, model_options, *args, **kwargs)
         generation.step_launched()  # before the guard reads the flags (a sync)
         return out
-    generation.step_started(getattr(x_in, "device", None))  # (LTX-2's nested latent: untimed)
+    before = generation.save_tallies()
     out = guarded(router, step)
+    generation.note_step(evaluation, router.session.knowledge.version, before,
+                         generation.calls_seen - calls_before)
     if installed is not router and not generation.said_override:  # a node after the Scope set its own
         note_other_override(router, generation, installed, generation.calls_seen > calls_before)
     return out
+
+
+def evaluation_key(conds, x_in, timestep) -> Optional[tuple]:
+    """What makes one model evaluation's attention calls those of another: the latent's shape, dtype and
+    device, and which conds take part at this timestep (ComfyUI leaves a cond out outside its timestep
+    range). None where the calls can change in ways this cannot see: a ControlNet (on and off by its own
+    percent) or a latent that is not one tensor."""
+    if not isinstance(x_in, torch.Tensor):
+        return None
+    now = float(timestep[0])
+    parts = [tuple(x_in.shape), x_in.dtype, x_in.device]
+    for cond_list in conds:
+        for cond in cond_list or ():
+            if not isinstance(cond, dict) or cond.get("control") is not None:
+                return None
+            outside = ("timestep_start" in cond and now > cond["timestep_start"]) or (
+                "timestep_end" in cond and now < cond["timestep_end"])
+            parts.append((id(cond), not outside))
+    return tuple(parts)
+
+
+def without_scope(model_options: dict, previous) -> dict:
+    """``model_options`` with the Scope's override taken out (the override it found there, if any, put
+    back): ComfyUI then calls its own attention directly."""
+    options = dict(model_options.get("transformer_options", {}))
+    if previous is None:
+        options.pop(OVERRIDE_KEY, None)
+    else:
+        options[OVERRIDE_KEY] = previous
+    return {**model_options, "transformer_options": options}
 
 
 def note_other_override(router: Router, generation: Generation, installed, reached_scope: bool) -> None:

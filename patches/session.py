@@ -22,11 +22,13 @@ class Session:
         self.ledger = Ledger()
 
     def use_kernel(self, choice: str, device: torch.device | str) -> backends.Resolution:
-        """The kernel ``choice`` binds on ``device``, said once in the log and kept for Status."""
+        """The candidates ``choice`` binds on ``device``, said once in the log and kept for Status."""
         found = self.knowledge.kernel(choice, device)
-        bound = found.bound
-        if self.ledger.note_kernel(str(device), choice, bound and bound.backend.name, bound and bound.version,
-                                   found.why):
-            log.info("Sage Attention Scope on %s: %s", device,
-                     f"{bound.backend.name}, {bound.version} ({found.why})" if bound else f"SDPA only: {found.why}")
+        names = ", ".join(bound.backend.name for bound in found.candidates) or None
+        versions = "; ".join(dict.fromkeys(bound.version for bound in found.candidates)) or None
+        if self.ledger.note_kernel(str(device), choice, names, versions, found.why):
+            if found.candidates:
+                log.info("Sage Attention Scope on %s: %s, %s (%s)", device, names, versions, found.why)
+            else:
+                log.info("Sage Attention Scope on %s: ComfyUI's attention only: %s", device, found.why)
         return found

@@ -1,16 +1,17 @@
-"""Measured routing's clock: a kernel timed against SDPA on a real call, once per shape bucket. The
-arms run in interleaved rounds and each arm's median round counts, so one transient cannot lock a
-bucket to the wrong side; the kernel must win by ``TIE_MARGIN`` (a near tie goes to SDPA, the exact
-kernel). Both arms are warm (the call and its check ran them), so a round is one call each: a bucket
-costs six calls, under 1% of a 20-step FLUX generation's 1140 attention calls. ``fingerprint`` is
-what a decision depends on besides its bucket (the routing store keys saved decisions on it).
+"""Measured routing's clock: every candidate kernel a call may run on timed against ComfyUI's own
+attention on a real call, once per shape bucket. The arms run in interleaved rounds (ComfyUI's first
+in each) and each arm's median round counts, so one transient cannot lock a bucket to the wrong side;
+a kernel must win by ``TIE_MARGIN`` (a near tie goes to ComfyUI's attention). Every arm is warm (the
+call and its first-call check ran it), so a round is one call each: a bucket of two candidates costs
+nine calls, a small part of a generation's attention calls (Status and the log report the time).
+``fingerprint`` is what a decision depends on besides its bucket (the routing store keys saved
+decisions on it).
 
 On a GPU the clock times the device. Where the GPU sets a step's pace, the host's time is hidden
-behind the queue of launched work (FLUX.1 1024², 180 ms of GPU work a step: the kernel is 1.11× a
-step, H100, ComfyUI 0.33, 2026-12-06); where the host sets it, each call's host time (Python and
-launches) is paid in full instead (LTX-Video 2B at 5k tokens, 66 ms a step). So each arm's host
-time is taken too, and where the step is host-bound the kernel must also win by more than it costs
-the host over SDPA. Which of the two a step is, ``StepTimer`` reads from the step before."""
+behind the queue of launched work; where the host sets it, each call's host time (Python and
+launches) is paid in full instead. So each arm's host time is taken too, and where the step is
+host-bound a kernel must also win by more than it costs the host over ComfyUI's attention. Which of
+the two a step is, ``StepTimer`` reads from the step before."""
 from __future__ import annotations
 
 import dataclasses
@@ -22,7 +23,8 @@ import torch
 
 REPEATS, ROUNDS, TIE_MARGIN = 1, 3, 0.03
 HOST_PACE_SLACK = 1.1  # a step whose GPU span is within 10% of its host time kept the GPU waiting on the host
-RULE = "host-aware"  # in the fingerprint: decisions saved under an earlier rule are measured again
+RULE = "candidates"  # in the fingerprint: decisions saved under an earlier rule are measured again
+COMFY_ARM, KERNEL_ARM = "comfy", "kernel"  # how the clock is told which arm it times
 Clock = Callable[..., float]  # (arm, fn, device, bucket) -> ms a call of fn takes
 
 
@@ -44,30 +46,98 @@ class BucketKey(NamedTuple):  # a tuple: made and hashed on every kernel call, s
 
 @dataclasses.dataclass(frozen=True)
 class Decision:
+    """One candidate kernel timed against ComfyUI's attention on one shape bucket (``key`` names both)."""
     key: BucketKey
-    sage_ms: Optional[float]  # None: the kernel failed while timed
-    sdpa_ms: float
+    kernel_ms: Optional[float]  # None: the kernel failed while timed
+    comfy_ms: float
     saved: bool = False       # from the store: agreed on by earlier sessions
-    host_extra_ms: float = 0.0  # the kernel arm's host time over SDPA's, a call (GPU only)
+    host_extra_ms: float = 0.0  # the kernel arm's host time over ComfyUI's, a call (GPU only)
 
     @property
-    def use_sage(self) -> bool:
+    def use_kernel(self) -> bool:
         """Whether the kernel wins where the GPU sets the step's pace: on the device, by ``TIE_MARGIN``."""
-        return self.sage_ms is not None and self.sage_ms * (1.0 + TIE_MARGIN) < self.sdpa_ms
+        if self.kernel_ms is None:
+            return False
+        return self.kernel_ms * (1.0 + TIE_MARGIN) < self.comfy_ms
 
-    def use_sage_when(self, host_bound: bool) -> bool:
+    def use_kernel_when(self, host_bound: bool) -> bool:
         """Whether the kernel wins in a step of this pace: where the host sets it (``host_bound``), the
         kernel must also gain more on the device than it costs the host."""
-        return self.use_sage and (not host_bound or self.host_extra_ms < self.sdpa_ms - self.sage_ms)
+        if not self.use_kernel:
+            return False
+        if not host_bound:
+            return True
+        return self.host_extra_ms < self.comfy_ms - self.kernel_ms
+
+    @property
+    def margin(self) -> Optional[float]:
+        """ComfyUI's time over the kernel's (above 1: the kernel is faster), or None where it failed."""
+        if self.kernel_ms is None or self.kernel_ms <= 0:
+            return None
+        return self.comfy_ms / self.kernel_ms
 
     def describe(self) -> str:
-        sage = "failed" if self.sage_ms is None else f"{self.sage_ms:.3f} ms"
+        kernel = self.key.kernel
+        timed = "failed" if self.kernel_ms is None else f"{self.kernel_ms:.3f} ms"
         host = f", host +{self.host_extra_ms:.3f} ms" if self.host_extra_ms > 0 else ""
-        verdict = "Sage" if self.use_sage else "SDPA"
-        if self.use_sage and not self.use_sage_when(True):
-            verdict += " (SDPA where the host sets the step's pace)"
-        return (f"{self.key.describe()}: Sage {sage}{host} vs SDPA {self.sdpa_ms:.3f} ms -> {verdict}"
-                + (" (saved)" if self.saved else ""))
+        verdict = kernel if self.use_kernel else "ComfyUI"
+        if self.use_kernel and not self.use_kernel_when(True):
+            verdict += " (ComfyUI where the host sets the step's pace)"
+        saved = " (saved)" if self.saved else ""
+        return f"{self.key.describe()}: {kernel} {timed}{host} vs ComfyUI {self.comfy_ms:.3f} ms -> {verdict}{saved}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """What one timing of a bucket's candidates found: per candidate (by its bucket key) the median ms a
+    call, or None where it raised (``errors`` holds why); ComfyUI's median ms; each candidate's host ms
+    a call over ComfyUI's (GPU only); and the ms the timing took, as the clock counts it."""
+    kernel_ms: dict
+    comfy_ms: float
+    host_extra_ms: dict
+    spent_ms: float
+    errors: dict
+
+
+def fastest(entries: list[tuple], host_bound: bool):
+    """The first item of the entry that serves a shape bucket, from ``(item, exact, decision)`` entries in
+    order of preference: the fastest kernel whose decision says it beats ComfyUI's attention in a step of
+    this pace (earlier entries win exact ties). A quantised winner must also beat the fastest exact kernel
+    by ``TIE_MARGIN``: a near tie goes to the exact kernel, as a near tie with ComfyUI's goes to ComfyUI's.
+    None where ComfyUI's attention keeps the bucket."""
+    serving = [(decision.kernel_ms, item, exact) for item, exact, decision in entries
+               if decision is not None and decision.use_kernel_when(host_bound)]
+    if not serving:
+        return None
+    winner_ms, winner, winner_exact = min(serving, key=lambda entry: entry[0])
+    exact = [entry for entry in serving if entry[2]]
+    if winner_exact or not exact:
+        return winner
+    exact_ms, best_exact, _ = min(exact, key=lambda entry: entry[0])
+    if winner_ms * (1.0 + TIE_MARGIN) >= exact_ms:
+        return best_exact
+    return winner
+
+
+def bucket_verdicts(decisions: list, is_exact: Callable[[str], bool]) -> list[dict]:
+    """Per shape bucket of ``decisions`` (their keys less the kernel), what serves it where the GPU sets
+    the step's pace: the winner (a kernel's name, or "ComfyUI"), its margin (ComfyUI's ms over the
+    winner's), every candidate's ms (None: it failed while timed), ComfyUI's, and whether every decision
+    came from the routing store (agreed on by earlier sessions)."""
+    shapes: dict[BucketKey, list] = {}
+    for decision in decisions:
+        shapes.setdefault(decision.key._replace(kernel=""), []).append(decision)
+    verdicts = []
+    for shape, group in shapes.items():
+        winner = fastest([(d, is_exact(d.key.kernel), d) for d in group], host_bound=False)
+        verdicts.append({
+            "bucket": shape.describe(),
+            "winner": winner.key.kernel if winner is not None else "ComfyUI",
+            "margin": winner.margin if winner is not None else None,
+            "candidates": {d.key.kernel: d.kernel_ms for d in group},
+            "comfy_ms": winner.comfy_ms if winner is not None else _median([d.comfy_ms for d in group]),
+            "saved": all(d.saved for d in group)})
+    return verdicts
 
 
 def bucket(length: int) -> int:
@@ -94,18 +164,42 @@ def event_clock(arm: str, fn: Callable[[], object], device: torch.device, bucket
     return sorted(a.elapsed_time(b) if cuda else (b - a) * 1e3 for a, b in zip(marks, marks[1:]))[repeats // 2]
 
 
-def time_both(clock: Clock, run_sage, run_sdpa, device: torch.device,
-              key: BucketKey) -> tuple[float, float, float, float]:
-    """(kernel ms, SDPA ms), each the median of ``ROUNDS`` interleaved rounds; the ms the timing itself
-    took, as the clock counts it; and on a GPU, the kernel arm's median host ms a call over SDPA's (on
-    the CPU the clock's time is the host's already: 0)."""
-    times, host = {"sage": [], "sdpa": []}, {"sage": [], "sdpa": []}
+def time_arms(clock: Clock, kernels: dict, run_comfy: Callable, device: torch.device) -> Timing:
+    """Each kernel of ``kernels`` (bucket key -> a call of it) against ``run_comfy``, in ``ROUNDS``
+    interleaved rounds, ComfyUI's arm first in each; a kernel that raises leaves the rounds, its error
+    kept, and the others go on."""
+    first_key = next(iter(kernels))
+    comfy_times, comfy_host = [], []
+    times = {key: [] for key in kernels}
+    host = {key: [] for key in kernels}
+    errors = {}
     for _ in range(ROUNDS):
-        for arm, run in (("sdpa", run_sdpa), ("sage", run_sage)):
-            times[arm].append(clock(arm, _host_timed(run, host[arm]), device, key))
-    spent = REPEATS * sum(map(sum, times.values()))
-    host_extra = _median(host["sage"]) - _median(host["sdpa"]) if device.type == "cuda" else 0.0
-    return _median(times["sage"]), _median(times["sdpa"]), spent, host_extra
+        comfy_times.append(clock(COMFY_ARM, _host_timed(run_comfy, comfy_host), device, first_key))
+        for key, run in kernels.items():
+            if key in errors:
+                continue
+            try:
+                times[key].append(clock(KERNEL_ARM, _host_timed(run, host[key]), device, key))
+            except Exception as exc:  # noqa: BLE001 - a kernel failing while timed loses the bucket, nothing more
+                errors[key] = exc
+    spent = REPEATS * (sum(comfy_times) + sum(sum(t) for t in times.values()))
+    kernel_ms, host_extra = {}, {}
+    for key in kernels:
+        kernel_ms[key] = None if key in errors else _median(times[key])
+        host_extra[key] = 0.0
+        if device.type == "cuda" and key not in errors:  # on the CPU the clock's time is the host's already
+            host_extra[key] = _median(host[key]) - _median(comfy_host)
+    return Timing(kernel_ms, _median(comfy_times), host_extra, spent, errors)
+
+
+def time_both(clock: Clock, run_kernel, run_comfy, device: torch.device,
+              key: BucketKey) -> tuple[float, float, float, float]:
+    """One kernel against ComfyUI's attention: (kernel ms, ComfyUI ms, ms the timing took, the kernel's
+    host ms a call over ComfyUI's); the kernel's error propagates."""
+    timed = time_arms(clock, {key: run_kernel}, run_comfy, device)
+    if key in timed.errors:
+        raise timed.errors[key]
+    return timed.kernel_ms[key], timed.comfy_ms, timed.spent_ms, timed.host_extra_ms[key]
 
 
 def host_sets_pace(host_ms: float, gpu_ms: float) -> bool:

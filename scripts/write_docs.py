@@ -1,12 +1,16 @@
-"""Writes the docs' tables that come from the code's declarations: the node's inputs, defaults
-and help (patches/settings.py, nodes/scope.py), the kernel ``auto`` picks per GPU (patches/backends/), and the
-supported models with each attention call's route (patches/families/).
+"""Writes the docs' tables that come from the code: the node's inputs, defaults and help
+(patches/settings.py, nodes/scope.py), the kernel ``auto`` picks per GPU (patches/backends/), the
+supported models (patches/families/), and what each family's attention calls do, from a run of its tiny
+model through the Scope on this ComfyUI (tests/sas_harness/call_sites.py).
 
     .venv/bin/python scripts/write_docs.py          # rewrite them in place
     .venv/bin/python scripts/write_docs.py --check  # exit 1 where the committed docs differ
 
 Each table sits between ``<!-- generated:NAME -->`` and ``<!-- /generated:NAME -->`` in a docs
-file; tests/test_docs.py fails when what is committed differs from what this writes.
+file; tests/test_docs.py fails when what is committed differs from what this writes. The call table's
+lines name the ComfyUI whose run gave them: a run here rewrites this ComfyUI's lines and keeps the other
+test hosts' as committed, so run this on each test host (scripts/test.sh's and
+scripts/test-comfyui-0.33.sh's ComfyUI) after a change to the engine, the families or the harness.
 """
 from __future__ import annotations
 
@@ -18,7 +22,8 @@ import sys
 import sas_harness
 
 ROOT = sas_harness.ROOT
-DOCS = (ROOT / "docs" / "user-guide.md",)
+GUIDE = ROOT / "docs" / "user-guide.md"
+DOCS = (GUIDE,)
 
 
 def inputs_table() -> str:
@@ -34,13 +39,15 @@ def inputs_table() -> str:
 
 def kernels_table() -> str:
     from sage_attention_scope.patches import backends
-    rows = ["| GPU (compute capability) | `auto` tries, in order (the first installed one runs) |", "|---|---|"]
+    exact = ", ".join(f"`{n}`" for n in backends.EXACT)
+    rows = ["| GPU (compute capability) | `auto`'s candidates, in order of preference (each installed one is timed; "
+            "`routing=always` runs the first) |", "|---|---|"]
     for (major, minor), names in sorted(backends.AUTO.items()):
-        rows.append(f"| sm{major}{minor} | " + ", then ".join(f"`{n}`" for n in names) + " |")
-    rows.append("| any other from sm80 | as sm80 |")
+        rows.append(f"| sm{major}{minor} | " + ", ".join(f"`{n}`" for n in names) + f", then {exact} |")
+    rows.append(f"| any other from sm80 | as sm80; `exact`: {exact} alone |")
     rows += ["", "| kernel | what it is | library, function | head sizes | dtypes | layouts | masks | GPUs |",
              "|---|---|---|---|---|---|---|---|"]
-    picked = {name for names in backends.AUTO.values() for name in names}
+    picked = {name for names in backends.AUTO.values() for name in names} | set(backends.EXACT)
     for b in backends.REGISTRY.values():
         gpus = ("/".join("sm%d%d" % c for c in sorted(b.capabilities)) if b.capabilities
                 else f"sm{b.min_capability[0]}{b.min_capability[1]}+")
@@ -48,80 +55,101 @@ def kernels_table() -> str:
         dtypes = ", ".join(sorted(str(d).removeprefix("torch.") for d in b.dtypes))
         layouts = ", ".join(sorted(b.layouts)) + (" (NHD as strided views)" if b.transposed_views else "")
         chosen = "" if b.name in picked else " (only when chosen)"
-        rows.append(f"| `{b.name}`{chosen} | {b.label} | {b.module}.{b.function} | "
+        function = f"{b.module}.{b.function}"
+        if b.exact:  # the pack's own call of torch's SDPA, under sdpa_kernel with the one backend
+            function = "torch.nn.functional.scaled_dot_product_attention"
+        rows.append(f"| `{b.name}`{chosen} | {b.label} | {function} | "
                     f"{heads} | {dtypes} | {layouts} | {'yes' if b.masks else 'no'} | {gpus} |")
     return "\n".join(rows)
 
 
-# Whole generations at full depth through the Scope's defaults, per step against no node unless a whole 20-step
-# generation is named; NVIDIA H100, bf16, SageAttention 2.2 sm90, torch 2.11, 2026-12-06 (docs/measured.md). The
-# present engine is e1b4f2d's (docs/bench/runs/2026-12-06-h100-present-engine.md); an entry from another engine
-# names it. A family without a figure says so: never an estimate.
-PER_STEP = {"FLUX.1": "H100, ComfyUI 0.33, engine e1b4f2d: 1.404× at 2048², 1.004× at 1024² (keeps SDPA where the "
-                      "kernel gives 1.111×: a routing fault, fixed in 016fc9b, not yet re-measured); ComfyUI "
-                      "0.3.75: 1.070× at 2048²; ComfyUI 0.3.75, comfy-kitchen 0.2.40 only: 1.018× at 1024², "
-                      "1.001× at 2048² (keeps SDPA); a whole "
-                      "20-step generation at 2048², ComfyUI 0.33, engine 015f42e: 1.400×",
-            "Qwen-Image": "H100, engine e1b4f2d: 1.063× at 2048² (ComfyUI 0.3.75); a whole 20-step generation at 2048² "
-                          "1.385× (ComfyUI 0.33)",
-            "Wan": "H100, ComfyUI 0.33, engine e1b4f2d: a whole 20-step generation of Wan 2.2 5B (1280×704×121) "
-                   "1.517×; ComfyUI 0.3.75, engine fd9eabe: 1.157× (2.1 14B, 832×480×81)",
-            # H100, ComfyUI 0.33, engine 251d5e7 (HunyuanVideo a65ac13): docs/bench/runs/2026-12-06-h100-comfyui-0.33.md
-            "Krea 2": "H100, ComfyUI 0.33: 1.057× at 1024², 1.272× at 2048²",
-            "Kandinsky 5": "H100, ComfyUI 0.33: 1.542× (Lite, 768×512×121)",
-            "CogVideoX": "H100, ComfyUI 0.33: 1.242× (5B, 720×480×49)",
-            "LTX-2": "H100, ComfyUI 0.33: 1.238× (19B, 1248×704×121)",
-            "HunyuanVideo": "H100, ComfyUI 0.33, engine a65ac13: 1.424× (848×480×73, a short prompt's padding "
-                            "gathered); engine e1b4f2d: a whole 20-step generation 1.416×",
-            # H100, ComfyUI 0.33, engine 015f42e: docs/bench/runs/2026-12-06-h100-families-0.33.md
-            "SD3": "H100, ComfyUI 0.33, SD3.5 Large: 1.003× at 1024² (engine e1b4f2d; keeps SDPA), 1.260× at 2048² "
-                   "(engine 015f42e)",
-            "Chroma": "H100, ComfyUI 0.33: 1.083× at 1024²",
-            "HiDream": "H100, ComfyUI 0.33: 1.074× at 1024² (I1 Full)",
-            "Z-Image": "H100, ComfyUI 0.33: 1.363× at 2048²",
-            "FLUX.2": "H100, ComfyUI 0.33: 1.281× at 2048² (dev, 32B)",
-            "HunyuanVideo 1.5": "H100, ComfyUI 0.33: 1.780× (8.3B, 480p×121)",
-            "Omnigen2": "H100, ComfyUI 0.33: 1.034× at 1024²",
-            # H100, ComfyUI 0.33, engine e1b4f2d: host-bound models, whose rounds differ by up to 15%
-            "Lumina 2": "H100, ComfyUI 0.33, engine e1b4f2d: 0.902× at 1024² (keeps SDPA; host-bound)",
-            "Cosmos Predict2": "H100, ComfyUI 0.33, engine e1b4f2d: 0.928× at 1024² (2B; keeps SDPA, where the kernel "
-                               "is slower; host-bound)",
-            "LTX-Video": "H100, ComfyUI 0.33, engine e1b4f2d: 0.906× (2B, 768×512×97; keeps SDPA; host-bound)",
-            "SDXL": "H100, ComfyUI 0.33, engine e1b4f2d: a whole 20-step generation at 1024² 0.924× (keeps SDPA; one "
+# Whole generations at full depth through the Scope's defaults against no node, per step unless a whole 20-step
+# generation is named; NVIDIA H100, bf16, SageAttention 2.2 sm90, torch 2.11 (docs/measured.md has the tables, the
+# run logs under bench/runs/ the commands and the engine each ran). A family without a figure says so: never an
+# estimate.
+PER_STEP = {"FLUX.1": "H100, 2026-12-06. ComfyUI 0.33: 1.404× at 2048², 1.004× at 1024² (keeps SDPA where the "
+                      "kernel gives 1.111×: a routing fault since mended, not re-measured), a whole 20-step generation "
+                      "at 2048² 1.400×; ComfyUI 0.3.75: 1.070× at 2048²; ComfyUI 0.3.75 with comfy-kitchen 0.2.40 "
+                      "alone: 1.018× at 1024², 1.001× at 2048² (keeps SDPA)",
+            "Qwen-Image": "H100, 2026-12-06. ComfyUI 0.3.75: 1.063× at 2048²; ComfyUI 0.33: a whole 20-step "
+                          "generation at 2048² 1.385×",
+            "Wan": "H100, 2026-12-06. ComfyUI 0.33: a whole 20-step generation of Wan 2.2 5B (1280×704×121) 1.517×; "
+                   "ComfyUI 0.3.75: 1.157× (2.1 14B, 832×480×81)",
+            "Krea 2": "H100, 2026-12-06, ComfyUI 0.33: 1.057× at 1024², 1.272× at 2048²",
+            "Kandinsky 5": "H100, 2026-12-06, ComfyUI 0.33: 1.542× (Lite, 768×512×121)",
+            "CogVideoX": "H100, 2026-12-06, ComfyUI 0.33: 1.242× (5B, 720×480×49)",
+            "LTX-2": "H100, 2026-12-06, ComfyUI 0.33: 1.238× (19B, 1248×704×121)",
+            "HunyuanVideo": "H100, 2026-12-06, ComfyUI 0.33: 1.424× (848×480×73, a short prompt's padding gathered); "
+                            "a whole 20-step generation 1.416×",
+            "SD3": "H100, 2026-12-06, ComfyUI 0.33, SD3.5 Large: 1.003× at 1024² (keeps SDPA), 1.260× at 2048²",
+            "Chroma": "H100, 2026-12-06, ComfyUI 0.33: 1.083× at 1024²",
+            "HiDream": "H100, 2026-12-06, ComfyUI 0.33: 1.074× at 1024² (I1 Full)",
+            "Z-Image": "H100, 2026-12-06, ComfyUI 0.33: 1.363× at 2048²",
+            "FLUX.2": "H100, 2026-12-06, ComfyUI 0.33: 1.281× at 2048² (dev, 32B)",
+            "HunyuanVideo 1.5": "H100, 2026-12-06, ComfyUI 0.33: 1.780× (8.3B, 480p×121)",
+            "Omnigen2": "H100, 2026-12-06, ComfyUI 0.33: 1.034× at 1024²",
+            # host-bound models, whose rounds differ by up to 15%
+            "Lumina 2": "H100, 2026-12-06, ComfyUI 0.33: 0.902× at 1024² (keeps SDPA; host-bound)",
+            "Cosmos Predict2": "H100, 2026-12-06, ComfyUI 0.33: 0.928× at 1024² (2B; keeps SDPA, where the kernel is "
+                               "slower; host-bound)",
+            "LTX-Video": "H100, 2026-12-06, ComfyUI 0.33: 0.906× (2B, 768×512×97; keeps SDPA; host-bound)",
+            "SDXL": "H100, 2026-12-06, ComfyUI 0.33: a whole 20-step generation at 1024² 0.924× (keeps SDPA; one "
                     "round)"}
-
-
-# The ComfyUI releases the suite runs on (scripts/test.sh, scripts/test-comfyui-0.33.sh; .ci/run runs both).
-TEST_HOSTS = ("0.3.75", "0.33.0")
-
-
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split("."))
+NOT_MEASURED = "not measured"
 
 
 def tested_on(family) -> str:
-    """The test hosts that have ``family``'s classes: those not older than its ``comfyui``."""
-    hosts = [host for host in TEST_HOSTS if _version(host) >= _version(family.comfyui)]
+    """The test hosts that have ``family``'s classes: those not older than the release declared for it."""
+    from sas_harness.families import TEST_HOSTS, oldest_comfyui, release
+    hosts = [host for host in TEST_HOSTS if release(host) >= release(oldest_comfyui(family.name))]
     return ", ".join(hosts) or "none yet"
 
 
-def families_table() -> str:
+def scope_of(family) -> str:
+    if not family.opens:
+        return f"never opens: {family.why_not}"
+    if family.scope_controlnets:
+        return "opens; its ControlNets in the sampling loop run in the Scope too"
+    return "opens"
+
+
+def measured(family) -> str:
+    if not family.opens:
+        return "–"
+    return PER_STEP.get(family.name, NOT_MEASURED)
+
+
+def models_table() -> str:
     from sage_attention_scope.patches import families
-    models = ["| family | `comfy.supported_models` class (and subclasses) | diffusion model | scope | ComfyUI | "
-              "tested on | per step, full depth (H200 unless named) |", "|---|---|---|---|---|---|---|"]
-    calls = ["| family | attention call | route | why |", "|---|---|---|---|"]
+    from sas_harness.families import oldest_comfyui
+    rows = ["| family | `comfy.supported_models` class (and subclasses) | diffusion model | scope | ComfyUI | "
+            "tested on | speed-up, full depth |", "|---|---|---|---|---|---|---|"]
     for family in sorted(families.REGISTRY.values(), key=lambda f: f.name.lower()):
-        models.append(f"| {family.name} | " + ", ".join(f"`{c}`" for c in family.config_classes) + " | "
-                      + ", ".join(f"`{d}`" for d in family.diffusion_models) + " | "
-                      + (("opens" + (f" (needs {family.needs})" if family.needs else "")) if family.opens
-                         else f"never opens: {family.why_not}") + " | "
-                      + f"{family.comfyui} or newer | {tested_on(family)} | "
-                      + (PER_STEP.get(family.name, "not yet measured") if family.opens else "–") + " |")
-        for site in family.call_sites:
-            route = ("SDPA (never reaches the scope)" if site.unreached else
-                     "kernel" if site.reason is None else f"SDPA (`{site.reason.value}`)")
-            calls.append(f"| {family.name} | {site.name} | {route} | {site.why} |")
-    return "\n".join(models) + "\n\n" + "\n".join(calls)
+        rows.append(f"| {family.name} | " + ", ".join(f"`{c}`" for c in family.config_classes) + " | "
+                    + ", ".join(f"`{d}`" for d in family.diffusion_models) + f" | {scope_of(family)} | "
+                    + f"{oldest_comfyui(family.name)} or newer | {tested_on(family)} | {measured(family)} |")
+    return "\n".join(rows)
+
+
+def calls_table() -> str:
+    """The attention calls of each family's tiny model run here (sas_harness.call_sites), beside the lines the
+    committed guide has from the other test hosts' runs: each host's run writes its own."""
+    from sas_harness import call_sites
+    from sas_harness.families import release
+    from sas_harness.host import comfyui_version
+    here, declared = comfyui_version(), call_sites.kind_order()
+    seen_on = {}
+    for row, hosts in call_sites.in_guide(GUIDE.read_text()).items():
+        others = hosts - {here}
+        if others and (row.family, row.call) in declared:
+            seen_on[row] = others
+    for row in call_sites.host_rows():
+        seen_on.setdefault(row, set()).add(here)
+    return call_sites.render(seen_on, release)
+
+
+def families_table() -> str:
+    return models_table() + "\n\n" + calls_table()
 
 
 TABLES = {"inputs": inputs_table, "kernels": kernels_table, "families": families_table}
@@ -130,6 +158,8 @@ TABLES = {"inputs": inputs_table, "kernels": kernels_table, "families": families
 def _ranges(values: list[int]) -> str:
     if len(values) > 4 and values == list(range(values[0], values[-1] + 1)):
         return f"{values[0]}-{values[-1]}"
+    if len(values) > 4 and values == list(range(values[0], values[-1] + 1, values[0])):
+        return f"multiples of {values[0]} up to {values[-1]}"
     return ", ".join(map(str, values))
 
 

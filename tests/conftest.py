@@ -26,7 +26,7 @@ def fake_clock():
     """Measured routing's clock in the tests: the kernel is the faster arm, so a test routes by its
     settings alone; tests of the routing itself bring their own clock."""
     from sas_harness.doubles import FakeClock
-    return FakeClock(sage_ms=1.0, sdpa_ms=2.0)
+    return FakeClock(kernel_ms=1.0, comfy_ms=2.0)
 
 
 @pytest.fixture(autouse=True)

@@ -25,6 +25,7 @@ from sage_attention_scope.patches import Settings, families, router_of, scope_fo
 from sage_attention_scope.patches.families import recognise_classes
 from sas_harness import host
 from sas_harness.doubles import RecordingKernel, make_kernel, registered
+from sas_harness.families import oldest_comfyui
 from sas_harness.models import TINY_FLUX, TINY_FLUX2, TINY_SD15, TINY_SDXL, build
 
 # The ComfyUI the families were last read against: there every class they name must exist.
@@ -123,7 +124,8 @@ def test_every_class_a_family_names_exists_in_comfyui(family):
     missing = [c for c in family.config_classes if not hasattr(comfy.supported_models, c)]
     missing += [d for d in family.diffusion_models if not isinstance(_resolve(d), type)]
     if missing and not _newest_read():
-        pytest.skip(f"ComfyUI {host.comfyui_version()} predates {', '.join(missing)} ({family.needs or 'newer'})")
+        pytest.skip(f"ComfyUI {host.comfyui_version()} predates {', '.join(missing)} "
+                    f"({family.name}: ComfyUI {oldest_comfyui(family.name)} or newer)")
     assert missing == []
 
 

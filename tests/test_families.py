@@ -298,7 +298,7 @@ def test_a_device_without_a_kernel_passes_a_supported_model_through_and_says_why
     for _ in range(2):
         passed, found = scope_for_family(model, Settings(), session)  # auto: no kernel on a CPU
         assert passed is model and found.opens
-    message = "on cpu: SageAttention needs a CUDA device, got cpu"
+    message = "on cpu: the attention kernels need a CUDA device, got cpu"
     said = [r for r in caplog_sas.records if "through unchanged" in r.getMessage()]
     assert len(said) == 1 and said[0].levelno == logging.WARNING and message in said[0].getMessage()
     assert f"model FLUX.1 (Flux): passed through unchanged: {message}" in render(payload(session))

@@ -16,6 +16,7 @@ import comfy.supported_models
 from sage_attention_scope.nodes.status import payload, render
 from sage_attention_scope.patches import Reason, Settings, families, scope_for_family
 from sage_attention_scope.patches.call import Call
+from sage_attention_scope.patches.backends import Bound
 from sage_attention_scope.patches.decide import bucket_key, decide
 from sage_attention_scope.patches.generation import Generation
 from sage_attention_scope.patches.knowledge import Knowledge
@@ -147,9 +148,14 @@ def _measured(calls, backend, clock) -> Knowledge:
     knowledge = Knowledge()
     for call in calls:
         key = bucket_key(call, backend)
-        knowledge.record_decision(Decision(key, clock("sage", None, call.device, key),
-                                           clock("sdpa", None, call.device, key)))
+        knowledge.record_decision(Decision(key, clock("kernel", None, call.device, key),
+                                           clock("comfy", None, call.device, key)))
     return knowledge
+
+
+def _rule(call, backend, settings, knowledge):
+    """What ``decide`` rules for ``call`` with ``backend`` the one candidate: a Reason, or None (the kernel)."""
+    return decide(call, (Bound(backend, backend.fn, "test double"),), settings, knowledge, Generation()).reason
 
 
 @pytest.mark.parametrize("keys, route", [
@@ -163,7 +169,7 @@ def test_wan_14b_calls_route_as_measured_above_the_floor(keys, route):
     call = _wan_14b_call(keys)
     assert call.head_dim == 128 and call.q_len == 32760 and call.kv_len == keys
     known = _measured([call], backend, CrossoverClock(12288))  # the H200: the kernel pays from 12k-token self-attention
-    assert decide(call, backend, Settings(), known, Generation()) == route
+    assert _rule(call, backend, Settings(), known) == route
 
 
 def test_wan_14b_text_cross_attention_goes_where_its_bucket_was_measured():
@@ -172,11 +178,11 @@ def test_wan_14b_text_cross_attention_goes_where_its_bucket_was_measured():
     backend = make_kernel("double", RecordingKernel())
     text, clip = _wan_14b_call(WAN_TEXT), _wan_14b_call(WAN_CLIP)
     sdpa_faster = _measured([text, clip], backend, CrossoverClock(12288))
-    assert decide(text, backend, Settings(), sdpa_faster, Generation()) is Reason.MEASURED_SLOWER
-    assert decide(text, backend, Settings(min_seq_len=1024), sdpa_faster, Generation()) is Reason.TOO_SHORT
+    assert _rule(text, backend, Settings(), sdpa_faster) is Reason.MEASURED_SLOWER
+    assert _rule(text, backend, Settings(min_seq_len=1024), sdpa_faster) is Reason.TOO_SHORT
     kernel_faster = _measured([clip], backend, CrossoverClock(1))
-    assert decide(clip, backend, Settings(), kernel_faster, Generation()) is Reason.TOO_SHORT
-    assert decide(text, backend, Settings(), Knowledge(), Generation()) is None  # not measured yet: the router times it
+    assert _rule(clip, backend, Settings(), kernel_faster) is Reason.TOO_SHORT
+    assert _rule(text, backend, Settings(), Knowledge()) is None  # not measured yet: the router times it
 
 
 # -- Wan calls made without transformer_options ---------------------------------------------------

@@ -12,7 +12,8 @@ import torch
 import torch.nn.functional as F
 
 from sage_attention_scope.nodes.status import payload
-from sage_attention_scope.patches import Reason, Settings, apply_scope, checks, timing
+from sage_attention_scope.patches import Reason, Settings, apply_scope, backends, checks, timing
+from sage_attention_scope.patches.ledger import COMFY_ROUTE
 from sas_harness.gpu import build_tiny_flux_d128, kernel_on, record
 from sas_harness.models import TINY_FLUX, build, flux_conditioning, sample
 from sas_harness.run import attention, in_scope, last_generation, run_kernel
@@ -223,7 +224,7 @@ def test_comfy_kitchen_is_checked_and_routing_keeps_sdpa_where_it_is_slower(toke
     record(test="kitchen_routing_flux", kernel=kitchen.name, version=kitchen.version, tokens=tokens,
            check=check, routing=decision, counts=gen)
     assert check["passed"]
-    if decision["use_sage"]:
+    if decision["use_kernel"]:
         assert gen["sage"] == calls
     else:
         assert gen["sdpa"].get(Reason.MEASURED_SLOWER.value, 0) >= 0.95 * calls
@@ -245,7 +246,8 @@ def test_the_kv77_trap_a_tiny_sdxl_generation_with_every_call_eligible(session, 
     by_keys = {c["key"].split(" keys ")[0].rsplit(" ", 1)[1]: c
                for c in payload(session)["devices"]["cuda:0"]["checks"]}
     routes = session.ledger.last["cuda:0"].routes  # (bucket, route) -> calls
-    short_on_kernel = sum(n for (bucket, route), n in routes.items() if bucket.kv_bucket <= 128 and route != "SDPA")
+    short_on_kernel = sum(n for (bucket, route), n in routes.items()
+                          if bucket.kv_bucket <= 128 and route != COMFY_ROUTE)
     rel_l2 = checks.compare(routed, plain)[1]
     record(test="kv77_trap_sdxl", kernel=kernel.name, version=kernel.version, checks=by_keys,
            short_on_kernel=short_on_kernel, rel_l2=rel_l2)
@@ -277,3 +279,48 @@ def test_a_step_timer_tells_a_gpu_bound_step_from_a_host_bound_one():
     host_bound.stop()
     torch.cuda.synchronize(device)
     assert host_bound.host_bound() is True
+
+
+@pytest.mark.parametrize("name", backends.EXACT)
+@pytest.mark.parametrize("shape", [(1, 24, 4608, 4608, 128), (2, 10, 4096, 77, 64)], ids=["FLUX 1024²", "SDXL cross"])
+def test_torchs_exact_backends_bind_and_compute_exact_attention(session, name, shape):
+    """cuDNN, flash and memory-efficient SDPA, each pinned alone, within exact rounding of fp32 attention
+    (the first-call check's exact bound), k untouched; the pinned backend raises rather than falls back."""
+    bound = kernel_on(session, "cuda:0", name)
+    q, k, v = qkv(shape, torch.bfloat16)
+    k_before = k.clone()
+    out = run_kernel(bound, q, k, v, "HND")
+    cosine, rel_l2, finite = checks.compare(out, F.scaled_dot_product_attention(q.float(), k.float(), v.float()))
+    record(test="exact_backend_vs_fp32", kernel=name, version=bound.version, shape=shape, cosine=cosine,
+           rel_l2=rel_l2)
+    assert finite and rel_l2 <= checks.MAX_REL_L2_EXACT and torch.equal(k, k_before)
+
+
+@pytest.mark.parametrize("choice", ["auto", "exact"])
+def test_measured_routing_serves_each_bucket_with_its_fastest_checked_candidate(choice):
+    """With the real clock, FLUX.1 1024²'s calls through a scoped tiny FLUX: every candidate of the choice
+    checked and timed once against ComfyUI's attention, the bucket served by the fastest one that beats it
+    by the margin (or by ComfyUI's), ``exact`` never by a quantised kernel; the output stays within
+    rounding of ComfyUI's."""
+    from sage_attention_scope.patches import Session
+    session = Session(store=None)  # the real clock
+    candidates = session.knowledge.kernel(choice, torch.device("cuda", 0)).candidates
+    if not candidates:
+        pytest.skip(f"no candidate for {choice} on cuda:0")
+    scoped = apply_scope(build_tiny_flux_d128(), Settings(kernel=choice, min_seq_len=1), session)
+    q, k, v = qkv((1, 24, 4608, 4608, 128), torch.bfloat16)
+    calls = 57
+    outs = in_scope(scoped, lambda: [attention(scoped, q, k, v, 24, skip_reshape=True) for _ in range(calls)])
+    [bucket] = payload(session)["devices"]["cuda:0"]["buckets"]
+    record(test="candidates_routing_flux_1024", choice=choice, bucket=bucket,
+           versions={b.name: b.version for b in candidates})
+    timed = {name: ms for name, ms in bucket["candidates"].items() if ms is not None}
+    assert set(bucket["candidates"]) == {b.name for b in candidates}
+    if bucket["winner"] != "ComfyUI":
+        assert timed[bucket["winner"]] * (1 + timing.TIE_MARGIN) < bucket["comfy_ms"]
+        assert bucket["calls_last"] == {bucket["winner"]: calls}
+    if choice == "exact":
+        assert bucket["winner"] in (*backends.EXACT, "ComfyUI")
+    reference = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
+    out = outs[-1].unflatten(-1, (24, -1)).transpose(1, 2) if outs[-1].ndim == 3 else outs[-1]
+    assert checks.compare(out, reference)[1] <= checks.MAX_REL_L2

@@ -49,7 +49,7 @@ def test_bucket_goes_to_the_faster_arm(session, model, sage_ms, sdpa_ms, on_sage
     counts = last_generation(session, "cpu")
     assert counts["sage"] == (3 if on_sage else 0)
     assert counts["sdpa"] == ({} if on_sage else {Reason.MEASURED_SLOWER.value: 3})
-    assert fake.timed == ["sdpa", "sage"] * timing.ROUNDS, "timed once per bucket (interleaved rounds), not per call"
+    assert fake.timed == ["comfy", "kernel"] * timing.ROUNDS, "timed once per bucket (interleaved rounds), not per call"
 
 
 def test_output_is_sdpa_when_sdpa_wins(session, model):
@@ -82,7 +82,7 @@ def test_a_failing_kernel_never_wins(session, model):
         q, k, v = hnd(n=32)
         in_scope(scoped, lambda: attention(scoped, q, k, v, 2, skip_reshape=True))
     (decision,) = session.knowledge.decisions.values()
-    assert decision.sage_ms is None and not decision.use_sage
+    assert decision.kernel_ms is None and not decision.use_kernel
     assert last_generation(session, "cpu")["sdpa"] == {Reason.KERNEL_FAULT.value: 1}
 
 
@@ -90,7 +90,7 @@ def test_decision_holds_for_the_session_and_always_skips_timing(session, model):
     fake = FakeClock(3.0, 2.0)
     calls(session, model, MEASURED, [(32, 64)], fake)
     calls(session, model, MEASURED, [(32, 64)], fake)
-    assert fake.timed == ["sdpa", "sage"] * timing.ROUNDS
+    assert fake.timed == ["comfy", "kernel"] * timing.ROUNDS
     assert payload(session)["devices"]["cpu"]["session"]["sdpa"] == {Reason.MEASURED_SLOWER.value: 2}
     always = FakeClock(3.0, 2.0)
     assert len(calls(session, model, Settings(kernel="double", min_seq_len=8, routing="always"),
@@ -102,8 +102,9 @@ def test_status_shows_the_decisions(session, model):
     calls(session, model, MEASURED, [(32, 64)], FakeClock(4.6, 5.6))
     snap = payload(session)
     (routing,) = snap["devices"]["cpu"]["routing"]
-    assert routing["use_sage"] and routing["sage_ms"] == 4.6
-    assert "cpu 32x32 tokens, float32 d64: Sage 4.600 ms vs SDPA 5.600 ms -> Sage" in render(snap)
+    assert routing["use_kernel"] and routing["kernel_ms"] == 4.6
+    assert ("routing cpu 32x32 tokens, float32 d64: double 1.22× ComfyUI's (double 4.600 ms; ComfyUI 5.600 ms); "
+            "calls in the last generation: double 1") in render(snap)
 
 
 def test_routing_setting_is_validated():
@@ -121,7 +122,7 @@ class SequenceClock:
     """Each arm takes the next of its given times: a transient in one round."""
 
     def __init__(self, sage, sdpa):
-        self.ms = {"sage": list(sage), "sdpa": list(sdpa)}
+        self.ms = {"kernel": list(sage), "comfy": list(sdpa)}
 
     def __call__(self, arm, fn, device, bucket):
         return self.ms[arm].pop(0)
@@ -133,7 +134,7 @@ def test_one_transient_round_does_not_lock_the_bucket(session, model):
                          SequenceClock(sage=[1.0, 10.0, 1.1], sdpa=[2.0, 2.1, 1.9]))
     assert len(kernel_calls) == 2
     [decision] = session.knowledge.decisions.values()
-    assert decision.use_sage and decision.sage_ms == 1.1 and decision.sdpa_ms == 2.0
+    assert decision.use_kernel and decision.kernel_ms == 1.1 and decision.comfy_ms == 2.0
 
 
 # -- decisions kept between sessions (nodes/routing_store.py) -------------------------------
@@ -156,7 +157,7 @@ def test_a_decision_two_sessions_agreed_on_is_reused_without_timing(model, tmp_p
     counts, later = _session(model, path, fake)
     assert counts["sage"] == 1 and fake.timed == []
     [decision] = later.knowledge.decisions.values()
-    assert decision.saved and decision.use_sage and "(saved)" in render(payload(later))
+    assert decision.saved and decision.use_kernel and "(saved)" in render(payload(later))
 
 
 def test_sessions_that_disagree_start_counting_again(model, tmp_path):
@@ -168,7 +169,7 @@ def test_sessions_that_disagree_start_counting_again(model, tmp_path):
     assert fake.timed
     [entries] = json.loads(path.read_text()).values()
     [entry] = entries.values()
-    assert entry["use_sage"] is True and entry["agreed"] == 1
+    assert entry["use_kernel"] is True and entry["agreed"] == 1
 
 
 def test_a_saved_decision_serves_only_the_setup_that_measured_it(model, tmp_path, monkeypatch):
@@ -215,8 +216,8 @@ def test_the_store_lives_in_comfyuis_user_directory(monkeypatch):
 def test_the_kernels_host_time_counts_only_where_the_host_sets_the_steps_pace(host_extra_ms, host_bound, on_sage):
     key = timing.BucketKey("cuda:0", "k", "bfloat16", 64, 8192, 8192)
     decision = timing.Decision(key, 1.0, 1.5, host_extra_ms=host_extra_ms)  # 0.5 ms faster on the device
-    assert decision.use_sage_when(host_bound) is on_sage
-    assert decision.use_sage  # the device's verdict, what the routing store agrees on
+    assert decision.use_kernel_when(host_bound) is on_sage
+    assert decision.use_kernel  # the device's verdict, what the routing store agrees on
     assert ("host +" in decision.describe()) is (host_extra_ms > 0)
     assert ("where the host sets" in decision.describe()) is (host_extra_ms >= 0.5)
 
@@ -224,8 +225,8 @@ def test_the_kernels_host_time_counts_only_where_the_host_sets_the_steps_pace(ho
 def test_a_device_loss_is_never_made_up_by_the_host():
     key = timing.BucketKey("cuda:0", "k", "bfloat16", 64, 8192, 8192)
     for host_bound in (False, True):
-        assert not timing.Decision(key, 2.0, 1.5, host_extra_ms=-1.0).use_sage_when(host_bound)
-        assert not timing.Decision(key, None, 1.5).use_sage_when(host_bound)
+        assert not timing.Decision(key, 2.0, 1.5, host_extra_ms=-1.0).use_kernel_when(host_bound)
+        assert not timing.Decision(key, None, 1.5).use_kernel_when(host_bound)
 
 
 @pytest.mark.parametrize("host_ms, gpu_ms, host_bound", [
@@ -297,12 +298,12 @@ def test_time_both_takes_each_arms_host_time_on_a_gpu_and_not_on_the_cpu():
 
     def clock(arm, fn, device, key):
         fn()
-        return {"sage": 1.0, "sdpa": 2.0}[arm]
+        return {"kernel": 1.0, "comfy": 2.0}[arm]
     key = timing.BucketKey("cuda:0", "k", "bfloat16", 64, 8192, 8192)
     slow_host = lambda: time.sleep(0.002)  # noqa: E731
     sage, sdpa, _, host_extra = timing.time_both(clock, slow_host, lambda: None, torch.device("cuda", 0), key)
     assert (sage, sdpa) == (1.0, 2.0) and 1.5 < host_extra < 50
-    assert not timing.Decision(key, sage, sdpa, host_extra_ms=host_extra).use_sage_when(True)  # 1 ms gained, 2 lost
+    assert not timing.Decision(key, sage, sdpa, host_extra_ms=host_extra).use_kernel_when(True)  # 1 ms gained, 2 lost
     assert timing.time_both(clock, slow_host, lambda: None, torch.device("cpu"), key)[3] == 0.0
 
 

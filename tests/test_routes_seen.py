@@ -45,7 +45,7 @@ def test_calls_like_one_declined_earlier_are_counted_alike_and_not_decided_again
     assert len(decided) == 2
     assert last_generation(session)["sdpa"] == {Reason.MEASURED_SLOWER.value: 5}
     [route] = payload(session)["devices"]["cpu"]["routing"]
-    assert route["calls_last"] == 5 and not route["use_sage"]
+    assert route["calls_last"] == 5 and not route["use_kernel"]
     expected = plain_attention(q, k, v, 2, skip_reshape=True)
     assert all(torch.equal(out, expected) for out in outs)
 

@@ -58,7 +58,7 @@ def tiny_flux_carrier():
 def test_timing_costs_under_one_percent_of_a_20_step_flux_generation_and_nothing_after(session, caplog):
     """57 blocks (FLUX.1's 19 + 38) over 1029 tokens, 20 steps: one shape bucket is timed once."""
     caplog.set_level(logging.INFO, logger="sage_attention_scope")
-    session.knowledge.clock = FakeClock(sage_ms=1.0, sdpa_ms=2.0)
+    session.knowledge.clock = FakeClock(kernel_ms=1.0, comfy_ms=2.0)
     model = build(comfy.supported_models.Flux, dict(TINY_FLUX, depth=19, depth_single_blocks=38))
     with registered(session, make_kernel("double", RecordingKernel())):
         scoped = apply_scope(model, Settings(kernel="double"), session)
@@ -175,14 +175,17 @@ def test_auto_falls_back_to_what_is_installed(capability):
 # -- the step window ----------------------------------------------------------------------------
 
 def _evaluations(model):
-    """A model wrapper noting each model evaluation's sigma and what it did to the counters."""
-    seen = []
+    """A model wrapper noting each model evaluation's sigma and what it did to the counters since the
+    evaluation before ended (an evaluation the Scope steps aside from is counted as it starts, from the
+    routes it knows, before this wrapper runs)."""
+    seen, ended = [], {}
 
     def wrapper(apply_model, args):
         tally = router_of(model).generation.tallies["cpu"]
-        before = {"sage": tally.kernel, **tally.declined}
+        before = ended.get(id(router_of(model).generation), {})
         out = apply_model(args["input"], args["timestep"], **args["c"])
         after = {"sage": tally.kernel, **tally.declined}
+        ended[id(router_of(model).generation)] = after
         seen.append((float(args["timestep"][0]),
                      {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}))
         return out

@@ -31,7 +31,8 @@ def test_eligible_calls_reach_the_kernel_and_ineligible_ones_do_not(session):
         routed = sample(apply_scope(model, Settings(kernel="double", min_seq_len=TOKENS), session), cond, steps=2)
         assert len(kernel.calls) == 2 * CALLS_PER_FORWARD
         assert last_generation(session) == {"sage": 4, "sdpa": {}, "sdpa_total": 0, "faults": {}, "masks_dropped": 0,
-                                            "copied": 0, "no_block_positions": 0}
+                                            "copied": 0, "no_block_positions": 0,
+                                            "counted_from_routes": 0}
         torch.testing.assert_close(routed, plain, rtol=1e-4, atol=1e-4)
 
         kernel.calls.clear()

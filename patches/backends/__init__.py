@@ -1,7 +1,11 @@
-"""Attention kernels. Each module here declares one library's kernels (``Backend``: what each takes,
-how it is called) and registers them at import. A kernel is bound to its library's function only
-where that function declares every argument its adapter passes (``**kwargs`` does not count): what
-is installed is read from the module itself; its distribution metadata only labels it."""
+"""Attention kernels: the candidates a call can run on besides ComfyUI's own attention. Each module here
+declares one library's kernels (``Backend``: what each takes, how it is called) and registers them at
+import: torch's exact SDPA backends pinned one at a time (torch_sdpa), SageAttention 1, 2 and 3, and
+comfy-kitchen's INT8. A kernel is bound to its library's function only where that function declares
+every argument its adapter passes (``**kwargs`` does not count): what is installed is read from the
+module itself; its distribution metadata only labels it. A kernel choice binds a tuple of candidates
+on a device (``Finder.find``): ``auto`` every candidate the GPU runs, ``exact`` the exact ones, a name
+that one kernel."""
 from __future__ import annotations
 
 import contextlib
@@ -40,6 +44,10 @@ class Backend:
     edge_blocks: tuple[int, int] = (0, 0)      # first/last blocks it leaves to SDPA unless the user says
     available: Optional[str] = None  # a function of the module: (device) -> whether it runs there
     fn: Optional[Callable] = None
+    exact: bool = False              # computes attention without quantising: output within exact rounding
+    grouped_query: bool = True       # may get grouped-query calls (their k/v repeated to the query's heads)
+    grouped_query_unsafe_on: frozenset = frozenset()  # capabilities where it must not (wrong output there)
+    version_function: Optional[str] = None  # a function of the module: () -> its version in words
 
     def unusable_on(self, device: torch.device, capability: Optional[tuple[int, int]]) -> Optional[str]:
         if device.type not in self.devices:
@@ -74,23 +82,33 @@ class Bound:
         return out, layout
 
 
-class Resolution(NamedTuple):  # the kernel a choice binds on a device, or None; and why
-    bound: Optional[Bound]
+class Resolution(NamedTuple):
+    """The candidates a kernel choice binds on a device, in order of preference (none: the Scope keeps
+    ComfyUI's attention there), and why."""
+    candidates: tuple[Bound, ...]
     why: str
+
+    @property
+    def bound(self) -> Optional[Bound]:
+        """The first candidate (the one ``routing=always`` runs), or None."""
+        return self.candidates[0] if self.candidates else None
 
 
 REGISTRY: dict[str, Backend] = {}  # filled at import by the modules below; never changed after
 
-# Compute capability -> what ``auto`` tries, first bound wins. SageAttention 2 as its sageattn
-# dispatches, but sm86 and sm120/121 take the CUDA kernel with fp32 P.V accumulation (the fp16 Triton
-# one renders Qwen-Image black on sm86, ComfyUI #9773; FP8 P.V is noise past ~160k tokens on sm120,
-# #15263), as do sm87 and sm100, which its sageattn refuses. Then SageAttention 1, then comfy-kitchen.
-# SageAttention 3 (FP4) changes images more: only where the user picks it.
+# Compute capability -> the quantised kernels ``auto`` offers, in order of preference (``routing=always``
+# runs the first that binds). SageAttention 2 as its sageattn dispatches, but sm86 and sm120/121 take the
+# CUDA kernel with fp32 P.V accumulation (the fp16 Triton one renders Qwen-Image black on sm86, ComfyUI
+# #9773; FP8 P.V is noise past ~160k tokens on sm120, #15263), as do sm87 and sm100, which its sageattn
+# refuses. Then SageAttention 1, then comfy-kitchen. SageAttention 3 (FP4) changes images more: only where
+# the user picks it. After them every choice but a named kernel offers torch's exact backends (EXACT).
 SAGE2_BY_ARCH = {(8, 0): "sage2_fp16_cuda", (8, 6): "sage2_fp16_cuda", (8, 7): "sage2_fp16_cuda",
                  (8, 9): "sage2_fp8_cuda", (9, 0): "sage2_fp8_sm90", (10, 0): "sage2_fp16_cuda",
                  (12, 0): "sage2_fp16_cuda", (12, 1): "sage2_fp16_cuda"}
 AUTO = {(7, 5): ("kitchen_int8",),
         **{arch: (sage2, "sage1_triton", "kitchen_int8") for arch, sage2 in SAGE2_BY_ARCH.items()}}
+EXACT = ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient")
+AUTO_CHOICE, EXACT_CHOICE = "auto", "exact"  # the two choices that name a set of candidates
 
 
 def register(*found: Backend) -> None:
@@ -112,30 +130,55 @@ def missing_parameters(fn: Callable, names) -> list[str]:
     return [n for n in names if n not in params or params[n].kind not in named]
 
 
+def cuda_capability(device: torch.device) -> Optional[tuple[int, int]]:
+    """A CUDA device's compute capability; None for any other device."""
+    if device.type != "cuda":
+        return None
+    return torch.cuda.get_device_capability(device)
+
+
 @dataclasses.dataclass(frozen=True)
 class Finder:
     """How a session finds kernels: imports, distribution versions, GPU capabilities (tests hand in doubles)."""
     modules: Callable[[str], object] = importlib.import_module
     versions: Callable[[str], Optional[str]] = distribution_version
-    capability: Callable[[torch.device], tuple[int, int]] = torch.cuda.get_device_capability
+    capability: Callable[[torch.device], Optional[tuple[int, int]]] = cuda_capability
 
     def find(self, choice: str, device: torch.device, lookup) -> Resolution:
-        """The kernel ``choice`` binds on ``device`` (``auto``: the first of this GPU's list that binds), or
-        why none does."""
-        capability = self.capability(device) if device.type == "cuda" else None
-        if choice != "auto":
-            bound = (self.bind(lookup(choice), device, capability) if lookup(choice)
-                     else f"no kernel is called {choice!r}")
-            return Resolution(bound, f"{choice} chosen") if isinstance(bound, Bound) else Resolution(None, bound)
+        """The candidates ``choice`` binds on ``device``: a named kernel alone; for ``auto`` every kernel of
+        this GPU's list that binds and then torch's exact backends; for ``exact`` those alone. Or why none."""
+        capability = self.capability(device)
+        if choice not in (AUTO_CHOICE, EXACT_CHOICE):
+            backend = lookup(choice)
+            bound = self.bind(backend, device, capability) if backend else f"no kernel is called {choice!r}"
+            if isinstance(bound, Bound):
+                return Resolution((bound,), f"{choice} chosen")
+            return Resolution((), bound)
         if capability is None:
-            return Resolution(None, f"SageAttention needs a CUDA device, got {device}")
-        tried = []
-        for name in AUTO.get(capability, AUTO[(8, 0)] if capability >= (8, 0) else ()):
+            return Resolution((), f"the attention kernels need a CUDA device, got {device}")
+        names = EXACT
+        if choice == AUTO_CHOICE:
+            names = self.quantised_names(capability) + EXACT
+        found, tried = [], []
+        for name in names:
             bound = self.bind(lookup(name), device, capability)
             if isinstance(bound, Bound):
-                return Resolution(bound, f"auto: sm{capability[0]}{capability[1]} -> {name}")
-            tried.append(bound)
-        return Resolution(None, "auto: " + ("; ".join(tried) or f"no kernel for sm{capability[0]}{capability[1]}"))
+                found.append(bound)
+            else:
+                tried.append(bound)
+        arch = f"sm{capability[0]}{capability[1]}"
+        if found:
+            return Resolution(tuple(found), f"{choice}: {arch} -> {', '.join(b.name for b in found)}")
+        return Resolution((), f"{choice}: " + ("; ".join(tried) or f"no kernel for {arch}"))
+
+    @staticmethod
+    def quantised_names(capability: tuple[int, int]) -> tuple[str, ...]:
+        """The quantised kernels ``auto`` offers on a GPU of ``capability``, in order of preference."""
+        if capability in AUTO:
+            return AUTO[capability]
+        if capability >= (8, 0):
+            return AUTO[(8, 0)]
+        return ()
 
     def bind(self, backend: Backend, device: torch.device, capability) -> Bound | str:
         """``backend`` bound to its installed function, or why it cannot be."""
@@ -155,6 +198,10 @@ class Finder:
                     "not passing arguments it would ignore")
         if module is not None and backend.available and not getattr(module, backend.available)(device):
             return f"{version}: {backend.function} does not run on {device}"
+        if module is not None and backend.version_function:
+            version = getattr(module, backend.version_function)()
+        if capability in backend.grouped_query_unsafe_on:
+            backend = dataclasses.replace(backend, grouped_query=False)
         return Bound(backend, fn, version)
 
     def library_version(self, backend: Backend) -> str:
@@ -170,4 +217,4 @@ class Finder:
         return f"{backend.library} ({backend.module} {version})"
 
 
-from . import kitchen, sage1, sage2, sage3  # noqa: E402,F401 - each registers its backends
+from . import kitchen, sage1, sage2, sage3, torch_sdpa  # noqa: E402,F401 - each registers its backends

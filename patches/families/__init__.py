@@ -1,11 +1,13 @@
-"""Model families: which diffusion models the scope opens for, and what each one's calls do.
+"""Model families: which diffusion models the scope opens for, and why it declines the others.
 
-Each module in this package declares one ``Family`` and registers it; the engine never names a
+Each module in this package declares its ``Family`` and registers it; the engine never names a
 family. A model is recognised by ComfyUI's own classes: the ``comfy.supported_models`` class of
 its config (its class first, then its bases: ``FluxSchnell`` is FLUX.1 through ``Flux``, while
 ``Flux2``, also a ``Flux`` subclass, is claimed by FLUX.2 before) and the class
 of its diffusion model. Names, not imports, so a family whose classes a ComfyUI lacks (LTX-2 on
-ComfyUI 0.3.75) still loads.
+ComfyUI 0.3.75) still loads. A module's docstring says what its models' attention calls are; the
+user guide's table of them comes from running each family's tiny model through the Scope
+(scripts/write_docs.py), not from here.
 """
 from __future__ import annotations
 
@@ -14,34 +16,19 @@ import importlib
 import pkgutil
 from typing import NamedTuple, Optional
 
-from ..reasons import Reason
-
 SUPPORTED_MODELS_MODULE = "comfy.supported_models"
 
 
 @dataclasses.dataclass(frozen=True)
-class CallSite:
-    """One kind of attention call a family makes, for the docs and the tests' tables.
-    ``reason`` None: eligible (runs on SageAttention when measured faster); else the reason it
-    stays on SDPA at default settings. ``unreached``: ComfyUI makes the call without the
-    model's transformer_options, so it never reaches the scope (SDPA, not counted)."""
-    name: str
-    reason: Optional[Reason]
-    why: str = ""
-    unreached: bool = False
-
-
-@dataclasses.dataclass(frozen=True)
 class Family:
+    """What the engine reads of a family: how to recognise its models, whether the Scope opens for them
+    (and why not), and whether its ControlNets' calls run in the Scope."""
     name: str
     config_classes: tuple[str, ...]        # comfy.supported_models class names
     diffusion_models: tuple[str, ...]      # "module.Class" of the diffusion model
-    call_sites: tuple[CallSite, ...] = ()
     opens: bool = True
     why_not: str = ""                      # for a family that never opens
     scope_controlnets: bool = False        # ControlNets in the sampling loop run in the scope
-    needs: str = ""                        # what a ComfyUI must have for it (docs, test skips)
-    comfyui: str = "0.3.75"                # the oldest ComfyUI release known to have it: served from there on
 
 
 class Recognition(NamedTuple):

@@ -5,19 +5,6 @@ which ComfyUI pads to 512 tokens; (B, H, N, D) tensors, no mask, transformer_opt
 adapter's 6 blocks (self-attention over the T5 ids, cross-attention to the Qwen3 text) call PyTorch
 SDPA themselves, once a prompt under inference mode (model_base.Anima.extra_conds), else in every
 forward: they never reach the override."""
-from . import CallSite, Family, register
+from . import Family, register
 
-ANIMA = register(Family(
-    name="Anima",
-    config_classes=("Anima",),
-    diffusion_models=("comfy.ldm.anima.model.Anima",),
-    call_sites=(
-        CallSite("self-attention over the image tokens", None),
-        CallSite("cross-attention to the adapted text (512 keys)", None,
-                 "ComfyUI pads the adapter's output to 512 tokens: at the default key floor, so it qualifies"),
-        CallSite("LLM adapter blocks (self- and cross-attention over the text)", None,
-                 "PyTorch SDPA called directly (anima/model.py:80)", unreached=True),
-    ),
-    needs="comfy/ldm/anima (added to ComfyUI in 2026)",
-    comfyui="0.33.0",  # the oldest release read here (the first to have it is not known here)
-))
+ANIMA = register(Family(name="Anima", config_classes=("Anima",), diffusion_models=("comfy.ldm.anima.model.Anima",)))

@@ -5,59 +5,34 @@ latent (about 21.5 frames a second; Open 1.0: 1,536 wide, 24 heads, head size 64
 per layer a self-attention (with Open 1.0's prepended global token) and a cross-attention to the T5 prompt
 and the seconds tokens (about 130 keys), through comfy/ldm/audio/dit.py's Attention with transformer_options.
 ComfyUI 0.3.75 makes them like any other call; 0.33 makes every one with low_precision_attention=False
-(dit.py:433-437), which keeps it on SDPA. ACE-Step v1: its self-attention is linear attention (LiteLA) that
+(comfy/ldm/audio/dit.py), which keeps it on SDPA. ACE-Step v1: its self-attention is linear attention (LiteLA) that
 never calls ComfyUI's attention, its lyric encoder computes its own softmax; only the cross-attention to the
-prompt and lyrics (head size 128) calls it (ace/attention.py:438), with a mask. ACE-Step 1.5 (head size 128,
+prompt and lyrics (head size 128) calls it (comfy/ldm/ace/attention.py), with a mask. ACE-Step 1.5 (head size 128,
 sliding-window masks) and MiniMax Music 3 (head size 64, about 690 tokens a window) make every call without
-transformer_options (ace/ace_step15.py:244, minimax_music/dit.py:89): none would reach the Scope."""
+transformer_options (comfy/ldm/ace/ace_step15.py, comfy/ldm/minimax_music/dit.py): none would reach the Scope."""
 from . import Family, register
 
-_NEWER = "ComfyUI > 0.3.75 (0.33 read)"
+_AUDIO_DIT = ("comfy.ldm.audio.dit.AudioDiffusionTransformer",)
+_UNREACHED = "an audio model whose attention calls carry no transformer_options: none would reach the Scope"
 
 STABLE_AUDIO = register(Family(
-    name="Stable Audio",
-    config_classes=("StableAudio",),
-    diffusion_models=("comfy.ldm.audio.dit.AudioDiffusionTransformer",),
-    opens=False,
+    name="Stable Audio", config_classes=("StableAudio",), diffusion_models=_AUDIO_DIT, opens=False,
     why_not=("an audio model: not measured against SDPA, and newer ComfyUI (0.33) makes every one of its attention "
-             "calls ask for SDPA (low_precision_attention=False)"),
-))
+             "calls ask for SDPA (low_precision_attention=False)")))
 
 STABLE_AUDIO_3 = register(Family(
-    name="Stable Audio 3",
-    config_classes=("StableAudio3",),  # a StableAudio subclass, named first
-    diffusion_models=("comfy.ldm.audio.dit.AudioDiffusionTransformer",),
-    opens=False,
-    why_not="an audio model whose every attention call asks for SDPA (low_precision_attention=False)",
-    needs=f"comfy.supported_models.StableAudio3, {_NEWER}",
-    comfyui="0.33.0",
-))
+    name="Stable Audio 3", config_classes=("StableAudio3",),  # a StableAudio subclass, named first
+    diffusion_models=_AUDIO_DIT, opens=False,
+    why_not="an audio model whose every attention call asks for SDPA (low_precision_attention=False)"))
 
 ACE_STEP = register(Family(
-    name="ACE-Step",
-    config_classes=("ACEStep",),
-    diffusion_models=("comfy.ldm.ace.model.ACEStepTransformer2DModel",),
-    opens=False,
-    why_not=("an audio model: its self-attention is linear attention outside ComfyUI's attention, and its "
-             "cross-attention to the prompt and lyrics is short and masked"),
-))
+    name="ACE-Step", config_classes=("ACEStep",), diffusion_models=("comfy.ldm.ace.model.ACEStepTransformer2DModel",),
+    opens=False, why_not=("an audio model: its self-attention is linear attention outside ComfyUI's attention, and "
+                          "its cross-attention to the prompt and lyrics is short and masked")))
 
-ACE_STEP_15 = register(Family(
-    name="ACE-Step 1.5",
-    config_classes=("ACEStep15",),
-    diffusion_models=("comfy.ldm.ace.ace_step15.AceStepConditionGenerationModel",),
-    opens=False,
-    why_not="an audio model whose attention calls carry no transformer_options: none would reach the Scope",
-    needs=f"comfy/ldm/ace/ace_step15.py, {_NEWER}",
-    comfyui="0.33.0",
-))
+ACE_STEP_15 = register(Family(name="ACE-Step 1.5", config_classes=("ACEStep15",), opens=False, why_not=_UNREACHED,
+                              diffusion_models=("comfy.ldm.ace.ace_step15.AceStepConditionGenerationModel",)))
 
-MINIMAX_MUSIC_3 = register(Family(
-    name="MiniMax Music 3",
-    config_classes=("MiniMaxMusic3",),
-    diffusion_models=("comfy.ldm.minimax_music.dit.MiniMaxMusic3DiT",),
-    opens=False,
-    why_not="an audio model whose attention calls carry no transformer_options: none would reach the Scope",
-    needs=f"comfy/ldm/minimax_music, {_NEWER}",
-    comfyui="0.33.0",
-))
+MINIMAX_MUSIC_3 = register(Family(name="MiniMax Music 3", config_classes=("MiniMaxMusic3",), opens=False,
+                                  diffusion_models=("comfy.ldm.minimax_music.dit.MiniMaxMusic3DiT",),
+                                  why_not=_UNREACHED))

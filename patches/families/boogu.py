@@ -5,29 +5,11 @@ the image tokens, reference-image-refiner layers over each reference (when there
 per dual-stream layer one joint attention over text + (reference +) image tokens and one image
 self-attention; per single-stream layer one joint attention over all of them. Every call passes
 transformer_options; ComfyUI 0.33 hands the 7 key/value heads over as they are (enable_gqa), and
-the kernel gets them repeated to the 28 query heads (a copy, counted `copied`).
+the kernel gets them repeated to the 28 query heads (a copy, counted `copied`). ComfyUI 0.33's Boogu
+cannot take a text mask that masks (its RoPE is built for the unmasked tokens: the model raises, with
+or without the node).
 Omnigen2 claims the parent class (omnigen2.py); recognise() meets Boogu first on the config's MRO."""
-from . import CallSite, Family, register
-from ..reasons import Reason
+from . import Family, register
 
-_GQA = "grouped-query: k/v repeated to 28 heads for the kernel (`copied`); head size 120: SageAttention 2 pads it, " \
-    "1 and 3 decline it (`head_dim`)"
-
-BOOGU = register(Family(
-    name="Boogu",
-    config_classes=("Boogu",),
-    diffusion_models=("comfy.ldm.boogu.model.BooguTransformer2DModel",),
-    call_sites=(
-        CallSite("dual-stream layers: joint attention, text + reference + image tokens", None, _GQA),
-        CallSite("dual-stream layers: image self-attention (reference + image tokens)", None, _GQA),
-        CallSite("single-stream layers: joint attention, text + reference + image tokens", None, _GQA),
-        CallSite("noise-refiner layers: image tokens", None, _GQA),
-        CallSite("reference-image-refiner layers: the reference images' tokens", None,
-                 "only with reference latents; " + _GQA),
-        CallSite("context-refiner layers: text tokens only", Reason.TOO_SHORT,
-                 "the Qwen3-VL text, a few hundred tokens at most. ComfyUI 0.33's Boogu cannot take a text mask that "
-                 "masks (its RoPE is built for the unmasked tokens and the model raises, with or without the node)"),
-    ),
-    needs="comfy/ldm/boogu (added to ComfyUI in 2026)",
-    comfyui="0.33.0",  # the oldest release read here (the first to have it is not known here)
-))
+BOOGU = register(Family(name="Boogu", config_classes=("Boogu",),
+                        diffusion_models=("comfy.ldm.boogu.model.BooguTransformer2DModel",)))

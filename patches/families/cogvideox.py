@@ -2,18 +2,11 @@
 subclasses CogVideoX_I2V and CogVideoX_Inpaint, one diffusion model class. Each block makes one joint
 self-attention over the T5 text (always 226 tokens: the tokenizer pads every prompt, the padding is
 attended as the model was trained, never masked) followed by the video tokens, head size 64 (2B: 30
-heads, 5B: 48). No mask, no low_precision_attention opt-out, and no block position (``total_blocks``
-is not set: a first/last-blocks window cannot apply)."""
-from . import CallSite, Family, register
+heads, 5B: 48); the I2V and inpainting latents are concatenated as channels: the same tokens, the same
+call. No mask, no low_precision_attention opt-out, and no block position (``total_blocks`` is not set:
+a first/last-blocks window cannot apply)."""
+from . import Family, register
 
 COGVIDEOX = register(Family(
-    name="CogVideoX",
-    config_classes=("CogVideoX_T2V",),  # and its subclasses CogVideoX_I2V, CogVideoX_Inpaint
-    diffusion_models=("comfy.ldm.cogvideo.model.CogVideoXTransformer3DModel",),
-    call_sites=(
-        CallSite("joint self-attention over the 226 text tokens and the video tokens", None,
-                 "the I2V / inpainting latents are concatenated as channels: the same tokens, the same call"),
-    ),
-    needs="comfy/ldm/cogvideo/model.py (added to ComfyUI in 2026)",
-    comfyui="0.33.0",  # the oldest release read here (the first to have it is not known here)
-))
+    name="CogVideoX", config_classes=("CogVideoX_T2V",),  # and its subclasses CogVideoX_I2V, CogVideoX_Inpaint
+    diffusion_models=("comfy.ldm.cogvideo.model.CogVideoXTransformer3DModel",)))

@@ -3,16 +3,7 @@ joint call each over image (+ reference image) tokens and the Qwen3-VL-8B text, 
 size 128 (32 heads of hidden 4096). (B, N, H*D) tensors, no mask: the text encoder's mask never
 reaches the model, and its prompt is not padded. The blocks set their position (block_type
 "double")."""
-from . import CallSite, Family, register
+from . import Family, register
 
-JOY_IMAGE = register(Family(
-    name="JoyImage",
-    config_classes=("JoyImage",),
-    diffusion_models=("comfy.ldm.joyimage.model.JoyImageTransformer3DModel",),
-    call_sites=(
-        CallSite("double-stream joint attention (image + reference + text tokens)", None,
-                 "a 1024² image is 4096 image tokens; each reference image (edit) adds its own"),
-    ),
-    needs="comfy/ldm/joyimage, ComfyUI >= 0.33 (the release read; 0.3.75 lacks it)",
-    comfyui="0.33.0",
-))
+JOY_IMAGE = register(Family(name="JoyImage", config_classes=("JoyImage",),
+                            diffusion_models=("comfy.ldm.joyimage.model.JoyImageTransformer3DModel",)))

@@ -5,25 +5,9 @@ calls over the text tokens alone; then one joint call per block over text + imag
 tokens, text first. Head size 128 throughout: the blocks' 48 heads (12 key/value heads, repeated to
 48 before the call), the fusion's 20 heads of 2560. (B, H, N, D) tensors; ComfyUI passes no mask
 (the text encoder's is dropped by the model), but an attn1_patch (regional prompting nodes) may add
-one to the joint calls. The blocks set their position (block_type "single")."""
-from . import CallSite, Family, register
-from ..reasons import Reason
+one to the joint calls: one masking only trailing keys, the same for every query, is sliced off, an
+all-zero one dropped, any other stays on SDPA. The blocks set their position (block_type "single")."""
+from . import Family, register
 
-KREA2 = register(Family(
-    name="Krea 2",
-    config_classes=("Krea2",),
-    diffusion_models=("comfy.ldm.krea2.model.SingleStreamDiT",),
-    call_sites=(
-        CallSite("single-stream joint attention (text + image + reference tokens)", None,
-                 "a 1024² image is 4096 image tokens; reference images (edit) add theirs"),
-        CallSite("text fusion, layerwise blocks (2): each text token's 12 layer features", Reason.TOO_SHORT,
-                 "12 keys a call, whatever the prompt"),
-        CallSite("text fusion, refiner blocks (2): the text tokens alone", Reason.TOO_SHORT,
-                 "the prompt, unpadded: a few hundred tokens at most"),
-        CallSite("joint attention under a mask an attn1_patch adds", Reason.MASK,
-                 "SageAttention takes no mask; one that masks only trailing keys, the same for every query, is "
-                 "sliced off and the call qualifies; an all-zero one is dropped"),
-    ),
-    needs="comfy/ldm/krea2, ComfyUI >= 0.33 (the release read; 0.3.75 lacks it)",
-    comfyui="0.33.0",
-))
+KREA2 = register(Family(name="Krea 2", config_classes=("Krea2",),
+                        diffusion_models=("comfy.ldm.krea2.model.SingleStreamDiT",)))

@@ -5,19 +5,7 @@ Its tokenizer pads every prompt to 512 tokens; the text encoder's mask of that p
 the blocks (model_base.Flux passes a mask only with attention_mask_img_shape, a regional mask), so
 every joint call sees all 512 text keys unmasked. Its config class is not a Flux subclass: FLUX.1's
 family does not claim it."""
-from . import CallSite, Family, register
-from ..reasons import Reason
+from . import Family, register
 
-LONGCAT_IMAGE = register(Family(
-    name="LongCat-Image",
-    config_classes=("LongCatImage",),
-    diffusion_models=("comfy.ldm.flux.model.Flux",),
-    call_sites=(
-        CallSite("double-stream joint attention (512 text + image + reference tokens)", None),
-        CallSite("single-stream joint attention (512 text + image + reference tokens)", None),
-        CallSite("joint attention under a regional mask (attention_mask with attention_mask_img_shape)",
-                 Reason.MASK, "SageAttention takes no mask; an all-zero one is dropped and the call qualifies"),
-    ),
-    needs="comfy.model_base.LongCatImage, ComfyUI >= 0.33 (the release read; 0.3.75 lacks it)",
-    comfyui="0.33.0",
-))
+LONGCAT_IMAGE = register(Family(name="LongCat-Image", config_classes=("LongCatImage",),
+                                diffusion_models=("comfy.ldm.flux.model.Flux",)))

@@ -4,19 +4,7 @@ tokens through optimized_attention_masked, text first, head size 128 (24 heads).
 drops an all-ones mask; a mask with zeros becomes an additive mask over the text keys, the same for
 every query, which lie before the image's: the kept keys are gathered (a copy). The blocks set their
 position ("double")."""
-from . import CallSite, Family, register
+from . import Family, register
 
-MAGE_FLOW = register(Family(
-    name="Mage-Flow",
-    config_classes=("MageFlow",),
-    diffusion_models=("comfy.ldm.mage_flow.model.MageFlowTransformer2DModel",),
-    call_sites=(
-        CallSite("double-stream joint attention (text + image + reference tokens)", None,
-                 "a 1024² image is 4096 image tokens (a 64 x 64 Flux.2 latent, patch 1)"),
-        CallSite("joint attention under a text mask with zeros", None,
-                 "the masked text keys, the same for every query, come before the image's: the others are "
-                 "gathered (a copy) and the call qualifies (an all-zero mask is dropped)"),
-    ),
-    needs="comfy/ldm/mage_flow, ComfyUI >= 0.33 (the release read; 0.3.75 lacks it)",
-    comfyui="0.33.0",
-))
+MAGE_FLOW = register(Family(name="Mage-Flow", config_classes=("MageFlow",),
+                            diffusion_models=("comfy.ldm.mage_flow.model.MageFlowTransformer2DModel",)))

@@ -4,22 +4,11 @@ resolution (a ninth of 720p's 45 x 80 tokens, the frame's aspect kept: a 720p fr
 of 15 x 27, a larger frame more) and a quarter of up to 30 latent frames, shifted by half a window every
 other block; each window is followed by a copy of the text (58 positive, 64 negative tokens), and all of
 them are packed into one variable-length sequence. comfy/ldm/seedvr/attention.py splits it and calls
-``optimized_attention`` once per window, without transformer_options: no call reaches the scope."""
-from . import CallSite, Family, register
+``optimized_attention`` once per window, without transformer_options: no call reaches the scope (an
+image's windows, about 400 video tokens + the text, are under the floor anyway)."""
+from . import Family, register
 
 SEEDVR2 = register(Family(
-    name="SeedVR2",
-    config_classes=("SeedVR2",),
-    diffusion_models=("comfy.ldm.seedvr.model.NaDiT",),
-    call_sites=(
-        CallSite("windowed joint attention, one call per window (video window + text)", None,
-                 "made without transformer_options (seedvr/attention.py:44): ComfyUI's own attention runs it "
-                 "(an image's windows are about 400 video tokens + the text, under the floor anyway)",
-                 unreached=True),
-    ),
-    opens=False,
+    name="SeedVR2", config_classes=("SeedVR2",), diffusion_models=("comfy.ldm.seedvr.model.NaDiT",), opens=False,
     why_not=("its attention cannot reach the scope: comfy/ldm/seedvr/attention.py calls optimized_attention once "
-             "per window without transformer_options, so no override is ever asked"),
-    needs="comfy/ldm/seedvr/model.py (added to ComfyUI in 2026)",
-    comfyui="0.33.0",  # the oldest release read here (the first to have it is not known here)
-))
+             "per window without transformer_options, so no override is ever asked")))

@@ -180,15 +180,19 @@ class CrossoverClock:
 
     def __call__(self, arm, fn, device, bucket):
         kernel_wins = (bucket.q_bucket * bucket.kv_bucket >= self.tokens ** 2) != self.reversed
-        return 2.0 if arm == "sdpa" else (1.0 if kernel_wins else 3.0)
+        if arm == "comfy":
+            return 2.0
+        return 1.0 if kernel_wins else 3.0
 
 
 class FakeClock:
-    """A deterministic clock for measured routing: each arm takes the milliseconds given.
+    """A deterministic clock for measured routing: each arm takes the milliseconds given (every kernel
+    ``kernel_ms``, ComfyUI's attention ``comfy_ms``, or a kernel named in ``per_kernel`` its own).
     ``run_arms`` also calls the arm once, so a raising kernel raises while being timed."""
 
-    def __init__(self, sage_ms=1.0, sdpa_ms=2.0, run_arms=False):
-        self.ms = {"sage": sage_ms, "sdpa": sdpa_ms}
+    def __init__(self, kernel_ms=1.0, comfy_ms=2.0, run_arms=False, per_kernel=None):
+        self.ms = {"kernel": kernel_ms, "comfy": comfy_ms}
+        self.per_kernel = dict(per_kernel or {})
         self.run_arms = run_arms
         self.timed: list[str] = []
 
@@ -196,4 +200,33 @@ class FakeClock:
         self.timed.append(arm)
         if self.run_arms:
             fn()
+        if arm == "kernel" and bucket is not None and bucket.kernel in self.per_kernel:
+            return self.per_kernel[bucket.kernel]
         return self.ms[arm]
+
+
+def torch_sdpa_module(calls: list | None = None, behave=None):
+    """The pack's torch_sdpa module as the Finder imports it: cuDNN, flash and memory-efficient attention,
+    each with its real signature ``(q, k, v, attn_mask=None, scale=None)``, computing real attention (fp32
+    SDPA) and noting its name in ``calls``; ``behave`` (name -> a function of that signature) replaces
+    one. Each runs anywhere, as the CPU tests need."""
+    calls = [] if calls is None else calls
+    behave = dict(behave or {})
+
+    def exact(q, k, v, attn_mask=None, scale=None):
+        if attn_mask is not None and attn_mask.is_floating_point():
+            attn_mask = attn_mask.float()
+        return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=attn_mask,
+                                              scale=scale).to(q.dtype)
+
+    def kernel(name):
+        def fn(q, k, v, attn_mask=None, scale=None):
+            calls.append(name)
+            return behave.get(name, exact)(q, k, v, attn_mask=attn_mask, scale=scale)
+        fn.__name__ = name
+        return fn
+
+    names = ("cudnn_attention", "flash_attention", "efficient_attention")
+    available = {f"{n.split('_')[0]}_available": (lambda device: True) for n in names}
+    return types.SimpleNamespace(calls=calls, torch_version=lambda: "PyTorch (test double)",
+                                 **{n: kernel(n) for n in names}, **available)

@@ -15,7 +15,7 @@ import torch
 
 import comfy.supported_models
 
-from sage_attention_scope.patches import Reason, families
+from sage_attention_scope.patches import Reason
 from .models import (FLUX2_MIN_TEXT_TOKENS, TINY_FLUX, TINY_FLUX2, TINY_LTXAV, TINY_LTXV, TINY_QWEN_IMAGE, TINY_SDXL,
                         TINY_Z_IMAGE, LTXAV_23, LTXAV_AUDIO_BINS, LTXAV_AUDIO_CHANNELS, build,
                         flat_latent, flux_conditioning, sample, text_conditioning)
@@ -225,12 +225,39 @@ for _group in (cases_image_2026, cases_pixel_and_omni, cases_video_2026):  # fam
     SIZES.update(_group.SIZES)
 
 
+# The ComfyUI releases the suite runs on (scripts/test.sh, scripts/test-comfyui-0.33.sh; .ci/run runs both).
+TEST_HOSTS = ("0.3.75", "0.33.0")
+# The oldest ComfyUI release known to have each family the oldest test host lacks: where the first release to
+# have it is not known here, the one read. The docs' supported-model table prints it; tests/test_family_hosts.py
+# holds it against the ComfyUI the suite runs on. Every other family is in 0.3.75.
+NEWER_FAMILIES = {
+    "0.8.0": ("LTX-2",),
+    "0.33.0": ("ACE-Step 1.5", "Anima", "Boogu", "CogVideoX", "Depth Anything 3", "ERNIE-Image", "HiDream-O1",
+               "Ideogram 4", "JoyImage", "Kandinsky 5", "Kandinsky 5 Image", "Krea 2", "Lens", "LongCat-Image",
+               "Mage-Flow", "MiniMax H3", "MiniMax Music 3", "PiD", "PixelDiT", "RT-DETR v4", "SAM 3", "SeedVR2",
+               "Stable Audio 3", "Trellis 2", "TripoSplat", "Z-Image pixel space"),
+}
+
+
+def oldest_comfyui(family: str) -> str:
+    """The oldest ComfyUI release known to have ``family`` (a family name)."""
+    for release, names in NEWER_FAMILIES.items():
+        if family in names:
+            return release
+    return TEST_HOSTS[0]
+
+
+def release(text: str) -> tuple[int, ...]:
+    """A ComfyUI version ("0.33.0") as numbers to compare."""
+    return tuple(int(part) for part in text.split(".")[:3])
+
+
 def lacking(case: Case) -> str | None:
     """Why this ComfyUI cannot build ``case`` (a class it lacks), or None."""
     if hasattr(comfy.supported_models, case.config_class):
         return None
-    needs = families.REGISTRY[case.family].needs
-    return f"this ComfyUI lacks comfy.supported_models.{case.config_class}" + (f" (needs {needs})" if needs else "")
+    return (f"this ComfyUI lacks comfy.supported_models.{case.config_class} "
+            f"({case.family} needs ComfyUI {oldest_comfyui(case.family)} or newer)")
 
 
 def widths(case: Case, small: bool) -> RealWidths:
