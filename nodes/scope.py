@@ -62,9 +62,21 @@ def kernel_choices() -> list[str]:
     return session().knowledge.usable(cuda_devices())
 
 
+# The choices that name a set of kernels rather than one (patches/backends AUTO_CHOICE, EXACT_CHOICE).
+CHOICE_SETS = {"exact": "torch's exact SDPA backends only (cuDNN, flash, memory-efficient), the faster per shape; "
+                        "no quantisation"}
+
+
+def choice_words(name: str) -> str:
+    """What the kernel choice ``name`` is, in words."""
+    if name in CHOICE_SETS:
+        return CHOICE_SETS[name]
+    return session().knowledge.backend(name).label
+
+
 def kernel_tooltip(choices: list[str]) -> str:
     """The kernel input's help: what each choice offered here is, in words."""
-    kernels = [f"{name}: {session().knowledge.backend(name).label}" for name in choices[1:]]
+    kernels = [f"{name}: {choice_words(name)}" for name in choices[1:]]
     return TOOLTIPS["kernel"] + ("\n" + "\n".join(kernels) if kernels else
                                  " No kernel is usable on this machine (no CUDA GPU, or no kernel library "
                                  "installed for it): the Scope keeps SDPA; Status says what to install.")

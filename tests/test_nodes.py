@@ -289,6 +289,7 @@ def test_the_kernel_input_names_each_kernel_offered_in_words(session):
     tooltip = kernel_tooltip(["auto", "sage2_fp8_sm90", "kitchen_int8"])
     assert "sage2_fp8_sm90: SageAttention 2 (INT8 Q·K, FP8 P·V, Hopper)" in tooltip.splitlines()
     assert "kitchen_int8: comfy-kitchen INT8 (Q·K and P·V in INT8)" in tooltip.splitlines()
+    assert "exact: torch's exact SDPA backends only" in kernel_tooltip(["auto", "exact", "sdpa_cudnn"])  # a set
     schema = SageAttentionScope.define_schema()  # on this CPU machine: auto alone, and why
     kernel = next(i for i in schema.inputs if i.id == "kernel")
     assert kernel.options == ["auto"] and "No kernel is usable on this machine" in kernel.tooltip
