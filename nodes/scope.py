@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import logging
+import math
+import sys
 
 from comfy_api.latest import io
 
 from ..patches import Settings, scope_for_family
-from ..patches.settings import BOOLEANS, MAX_SEQ_LEN, ROUTINGS, WHOLE_NUMBERS, order_problem, problem
+from ..patches.settings import BOOLEANS, FRACTIONS, MAX_SEQ_LEN, ROUTINGS, WHOLE_NUMBERS, order_problem, problem
 from . import cuda_devices, session
 
 log = logging.getLogger(__name__)
@@ -59,52 +62,143 @@ def kernel_choices() -> list[str]:
     return session().knowledge.usable(cuda_devices())
 
 
+# The choices that name a set of kernels rather than one (patches/backends AUTO_CHOICE, EXACT_CHOICE).
+CHOICE_SETS = {"exact": "torch's exact SDPA backends only (cuDNN, flash, memory-efficient), the faster per shape; "
+                        "no quantisation"}
+
+
+def choice_words(name: str) -> str:
+    """What the kernel choice ``name`` is, in words."""
+    if name in CHOICE_SETS:
+        return CHOICE_SETS[name]
+    return session().knowledge.backend(name).label
+
+
 def kernel_tooltip(choices: list[str]) -> str:
     """The kernel input's help: what each choice offered here is, in words."""
-    kernels = [f"{name}: {session().knowledge.backend(name).label}" for name in choices[1:]]
+    kernels = [f"{name}: {choice_words(name)}" for name in choices[1:]]
     return TOOLTIPS["kernel"] + ("\n" + "\n".join(kernels) if kernels else
                                  " No kernel is usable on this machine (no CUDA GPU, or no kernel library "
                                  "installed for it): the Scope keeps SDPA; Status says what to install.")
 
 
-class _Invalid(dict):
-    """A raw prompt value that is wrong for its input, wrapped the way ComfyUI wraps a widget's value
-    ({"__value__": value}) but failing to unwrap with what is wrong: ComfyUI's /prompt then answers
-    400 with one error under that input ("Failed to convert an input value", details
-    "<input>, <value>, <sentence>") and checks the input no further, on 0.3.75 and 0.33 alike, for
-    every input type, combos included (0.3.75 checks no V3 combo). ComfyUI's validate_inputs cannot
-    do it: it sees the values only after ComfyUI's conversion ("no" -> True, 1.5 -> 1, "nan" -> nan),
-    and its answer is reported under every input its signature names."""
+# A bad value is quoted in an error to this many characters: a 5 MiB value must not make a 5 MiB answer
+# (ComfyUI quotes the value it holds in the prompt: the hook puts the cut value there).
+QUOTED_CHARS = 60
+
+
+def quoted(value) -> str:
+    """``repr(value)``, cut to QUOTED_CHARS: how an error quotes a bad value."""
+    text = repr(value)
+    if len(text) <= QUOTED_CHARS:
+        return text
+    return text[:QUOTED_CHARS - 1] + "…"
+
+
+class _Quoted:
+    """Stands in for a bad value in ``settings.problem``'s sentence: what its repr says is the value, cut."""
+
+    def __init__(self, value):
+        self.text = quoted(value)
+
+    def __repr__(self):
+        return self.text
+
+
+class _RefusedValue(str):
+    """A raw prompt value refused for an input ComfyUI converts (BOOLEAN, INT, FLOAT): the value as
+    quoted, whose conversion fails with what is wrong. ComfyUI's /prompt then answers 400 with one
+    error under that input ("Failed to convert an input value", details "<input>, <value>,
+    <sentence>", the sentence also as its exception_message) and checks the input no further; its
+    front ends quote the value as given, never a wrapper."""
+
+    def __new__(cls, value, wrong: str):
+        refused = super().__new__(cls, quoted(value))
+        refused.wrong = wrong
+        return refused
+
+    def _refuse(self):
+        raise ValueError(self.wrong)
+
+    __int__ = __float__ = __bool__ = _refuse
+
+
+class _RefusedChoice(dict):
+    """A raw prompt value refused for a combo (which ComfyUI does not convert, and 0.3.75 does not check
+    against its options): wrapped the way ComfyUI wraps a widget's value ({"__value__": value}, the value
+    cut) but failing to unwrap with what is wrong, which ComfyUI reports as it reports _RefusedValue's."""
 
     def __init__(self, value, wrong: str):
-        super().__init__(__value__=value)
+        super().__init__(__value__=quoted(value))
         self.wrong = wrong
 
     def __getitem__(self, key):
         raise ValueError(self.wrong)
 
     def __str__(self):
-        return str(dict.get(self, "__value__"))
+        return dict.get(self, "__value__")
 
     __format__ = object.__format__
 
 
-def _checked(name: str, value):
-    """``value`` as the Scope reads it (booleans sent as text, whole numbers sent as floats), or an
-    _Invalid saying what is wrong with it."""
+def _read(name: str, value):
+    """``value`` as the Scope reads it: ComfyUI's own wrapping of a value removed, booleans sent as
+    text and whole numbers sent as floats made what they say."""
+    if isinstance(value, dict) and "__value__" in value:
+        value = value["__value__"]
     if name in BOOLEANS and isinstance(value, str) and value.lower() in ("true", "false"):
-        value = value.lower() == "true"
-    elif name in WHOLE_NUMBERS and isinstance(value, float) and value.is_integer():
-        value = int(value)
-    wrong = problem(name, value)
-    return _Invalid(value, wrong) if wrong else value
+        return value.lower() == "true"
+    if name in WHOLE_NUMBERS and isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _is_number_to_range_check(name: str, value) -> bool:
+    """Whether ``value`` is a number of the kind the input takes (a whole number for an INT, a number
+    ComfyUI reads as a float other than NaN for a FLOAT), whose range ComfyUI's own min and max check:
+    their message is ComfyUI's, which its front ends show at the widget and clear once it is mended."""
+    if isinstance(value, bool):
+        return False
+    if name in WHOLE_NUMBERS:
+        return isinstance(value, int)
+    if name in FRACTIONS and isinstance(value, int):
+        return abs(value) <= sys.float_info.max  # a larger one fails ComfyUI's float(): an OverflowError
+    if name in FRACTIONS:
+        return isinstance(value, float) and not math.isnan(value)
+    return False
+
+
+def _checked(name: str, value):
+    """``value`` as the Scope reads it, or, where it is wrong in a way ComfyUI would not say (a number
+    as text, a fraction for a whole number, NaN, a boolean for a number, a routing it does not know),
+    a refusal saying what is wrong with it."""
+    value = _read(name, value)
+    if _is_number_to_range_check(name, value):
+        return value
+    # A value too long to quote whole is no valid setting: problem() reads its stand-in, cut.
+    shown = value if len(repr(value)) <= QUOTED_CHARS else _Quoted(value)
+    wrong = problem(name, shown)
+    if wrong is None:
+        return value
+    if name in BOOLEANS or name in WHOLE_NUMBERS or name in FRACTIONS:
+        return _RefusedValue(value, wrong)
+    return _RefusedChoice(value, wrong)
+
+
+def _out_of_order(start, end) -> bool:
+    """Whether the step window's start lies after its end, both numbers of its range."""
+    return problem("start_percent", start) is None and problem("end_percent", end) is None and start > end
 
 
 def strict_inputs(json_data):
-    """ComfyUI's on_prompt handler: each Scope node's raw inputs, as sent, checked before ComfyUI
-    converts them; one that is wrong fails ComfyUI's validation under its own name (_Invalid). The
-    kernel is the node's validate_inputs' (a kernel of another machine is valid). Never raises:
-    a body that is not a prompt is ComfyUI's to answer."""
+    """ComfyUI's on_prompt handler: each Scope node's raw inputs, as sent, read before ComfyUI converts
+    them; one that is wrong in a way ComfyUI's own checks would not say fails ComfyUI's validation under
+    its own name (_RefusedValue, _RefusedChoice), and so does a start_percent above end_percent. ComfyUI
+    checks the rest: a number's range (the inputs' min and max), a malformed link, the kernel (the
+    node's validate_inputs). ComfyUI's validate_inputs cannot do these: it sees the values only after
+    ComfyUI's conversion ("no" -> True, 1.5 -> 1, "12288" -> 12288), and its answer is reported under
+    every input its signature names (the kernel's, which must be named there). Never raises: a body
+    that is not a prompt is ComfyUI's to answer."""
     prompt = json_data.get("prompt") if isinstance(json_data, dict) else None
     if not isinstance(prompt, dict):
         return json_data
@@ -113,20 +207,29 @@ def strict_inputs(json_data):
         if not isinstance(inputs, dict):
             continue
         for name, value in list(inputs.items()):
-            if isinstance(value, dict) and "__value__" in value:  # ComfyUI's own wrapping of a value
-                value = value["__value__"]
             if name in TOOLTIPS and name not in ("model", "kernel") and not isinstance(value, list):  # a link
                 inputs[name] = _checked(name, value)
+        # A kernel sent as null: validate_inputs, which sees a linked kernel as None too, lets both pass.
+        if "kernel" in inputs and inputs["kernel"] is None:
+            inputs["kernel"] = _RefusedChoice(None, problem("kernel", None))
         start, end = inputs.get("start_percent"), inputs.get("end_percent")
-        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (start, end)) and start > end:
-            inputs["start_percent"] = _Invalid(start, order_problem(start, end))
+        if _out_of_order(start, end):
+            inputs["start_percent"] = _RefusedValue(start, order_problem(start, end))
     return json_data
+
+
+def advanced() -> dict:
+    """``advanced=True`` for an input most users keep at its default, where this ComfyUI's V3 API has it
+    (0.33's front end then shows it only on request); nothing where it has not (0.3.75)."""
+    if "advanced" in inspect.signature(io.Input.__init__).parameters:
+        return {"advanced": True}
+    return {}
 
 
 class SageAttentionScope(io.ComfyNode):
     @classmethod
     def define_schema(cls) -> io.Schema:
-        d, choices = Settings(), kernel_choices()
+        d, choices, expert = Settings(), kernel_choices(), advanced()
         return io.Schema(
             node_id=NODE_ID,
             display_name="Sage Attention Scope",
@@ -138,18 +241,22 @@ class SageAttentionScope(io.ComfyNode):
                 io.Model.Input("model", tooltip=TOOLTIPS["model"]),
                 io.Boolean.Input("enabled", default=d.enabled, tooltip=TOOLTIPS["enabled"]),
                 io.Combo.Input("kernel", options=choices, default=d.kernel, tooltip=kernel_tooltip(choices)),
-                io.Int.Input("min_seq_len", default=d.min_seq_len, min=0, max=MAX_SEQ_LEN, step=256,
-                             tooltip=TOOLTIPS["min_seq_len"]),
-                io.Boolean.Input("first_call_check", default=d.first_call_check, tooltip=TOOLTIPS["first_call_check"]),
-                io.Boolean.Input("smooth_k", default=d.smooth_k, tooltip=TOOLTIPS["smooth_k"]),
-                io.Combo.Input("routing", options=list(ROUTINGS), default=d.routing, tooltip=TOOLTIPS["routing"]),
+                # step 1: a front end rounds what is typed to the step (with 256, 100 became 0: auto)
+                io.Int.Input("min_seq_len", default=d.min_seq_len, min=0, max=MAX_SEQ_LEN, step=1,
+                             tooltip=TOOLTIPS["min_seq_len"], **expert),
+                io.Boolean.Input("first_call_check", default=d.first_call_check, tooltip=TOOLTIPS["first_call_check"],
+                                 **expert),
+                io.Boolean.Input("smooth_k", default=d.smooth_k, tooltip=TOOLTIPS["smooth_k"], **expert),
+                io.Combo.Input("routing", options=list(ROUTINGS), default=d.routing, tooltip=TOOLTIPS["routing"],
+                               **expert),
                 io.Float.Input("start_percent", default=d.start_percent, min=0.0, max=1.0, step=0.01,
                                tooltip=TOOLTIPS["start_percent"]),
                 io.Float.Input("end_percent", default=d.end_percent, min=0.0, max=1.0, step=0.01,
                                tooltip=TOOLTIPS["end_percent"]),
                 io.Int.Input("first_blocks", default=d.first_blocks, min=-1, max=1000,
-                             tooltip=TOOLTIPS["first_blocks"]),
-                io.Int.Input("last_blocks", default=d.last_blocks, min=-1, max=1000, tooltip=TOOLTIPS["last_blocks"]),
+                             tooltip=TOOLTIPS["first_blocks"], **expert),
+                io.Int.Input("last_blocks", default=d.last_blocks, min=-1, max=1000, tooltip=TOOLTIPS["last_blocks"],
+                             **expert),
             ],
             outputs=[io.Model.Output()],
         )
@@ -157,11 +264,15 @@ class SageAttentionScope(io.ComfyNode):
     @classmethod
     def validate_inputs(cls, kernel):
         """The kernel, the one input checked here (ComfyUI reports the answer under every input this
-        signature names; strict_inputs checks the rest): any kernel the pack knows is valid, one this
-        machine cannot run falls back to auto when the node runs. Naming it here also keeps 0.33 from
-        checking it against this machine's choices."""
+        signature names; strict_inputs and ComfyUI's own checks see to the rest): any kernel the pack
+        knows is valid, one this machine cannot run falls back to auto when the node runs. Naming it
+        here also keeps 0.33 from checking it against this machine's choices. A linked kernel (None
+        here: read when the node runs) passes, and so do a list, which ComfyUI refuses itself as a
+        malformed link, and a kernel sent as null, which strict_inputs refuses."""
+        if kernel is None or isinstance(kernel, (list, _RefusedChoice)):
+            return True
         if not isinstance(kernel, str) or kernel not in session().knowledge.names():
-            return f"kernel {kernel!r} is unknown; on this machine: {', '.join(kernel_choices())}"
+            return f"kernel {quoted(kernel)} is unknown; on this machine: {', '.join(kernel_choices())}"
         return True
 
     @classmethod

@@ -1,5 +1,6 @@
 """The Sage Attention Status node: what the Scope did in this run (the prompt being executed) and in
-the session, as text and as a UI payload (web/js/status.js renders it)."""
+the session, as text (``render``: web/js/status.js shows it in the node) and as plain data (``payload``,
+in the node's UI output and its history entry for whoever reads them)."""
 from __future__ import annotations
 
 import dataclasses
@@ -28,7 +29,8 @@ def install_advice(state: Session, devices: list[torch.device]) -> list[str]:
     """What to install, per GPU where ``auto`` has no SageAttention 2 (which pays at long sequences: see
     MEASURED_DOCS): what it found and what this GPU would need."""
     if not devices:
-        return [f"No CUDA GPU here: every call stays on SDPA (the kernels need an NVIDIA GPU). Install: {INSTALL_DOCS}"]
+        return [f"No CUDA GPU here: every call stays on SDPA (the kernels need an NVIDIA GPU). What to install on a "
+                f"machine with one: {INSTALL_DOCS}"]
     advice, knowledge = [], state.knowledge
     for device in devices:
         capability, found = knowledge.finder.capability(device), knowledge.kernel("auto", device)
@@ -47,7 +49,7 @@ def payload(state: Session, run_id=None) -> dict[str, Any]:
     knowledge's checks and routing decisions. ``run``: the models of run ``run_id`` (the prompt), empty
     where that prompt scoped none."""
     reported, known = state.ledger.snapshot(run_id), state.knowledge.snapshot()
-    empty = {"kernels": {}, "session": Tally().as_dict(), "last_generation": Tally().as_dict(),
+    empty = {"kernels": {}, "session": Tally().as_dict(), "last_generation": Tally().as_dict(), "handed": {},
              "bucket_calls": {"last": {}, "session": {}}, "route_calls": {"last": {}, "session": {}}}
     devices = {}
     for device in sorted({*reported["devices"], *known}):
@@ -55,7 +57,7 @@ def payload(state: Session, run_id=None) -> dict[str, Any]:
         learned = known.get(device, {"retired": None, "checks": [], "decisions": []})
         devices[device] = {
             "kernels": counts["kernels"], "retired": learned["retired"],
-            "session": counts["session"], "last_generation": counts["last_generation"],
+            "session": counts["session"], "last_generation": counts["last_generation"], "handed": counts["handed"],
             "route_calls": counts["route_calls"],
             "checks": [dataclasses.asdict(r) | {"key": r.key.describe()} for r in learned["checks"]],
             "routing": [{"bucket": m.key.describe(), "kernel": m.key.kernel, "kernel_ms": m.kernel_ms,
@@ -79,9 +81,18 @@ def payload(state: Session, run_id=None) -> dict[str, Any]:
         "devices": devices}
 
 
-def _counts_lines(counts: dict, head: str, indent: str) -> list[str]:
-    lines = [f"{head}{counts['sage']} on the kernel, {counts['sdpa_total']} on SDPA"]
-    lines += [f"{indent}  SDPA {n}: {Reason(reason).label}" for reason, n in counts["sdpa"].items()]
+def _counts_lines(counts: dict, head: str, indent: str, handed: dict) -> list[str]:
+    """What became of a device's calls: on the kernel, or declined; ``handed``: of the declined, the calls
+    that went to another override (one set before the Scope) rather than SDPA, per override."""
+    on_sdpa = counts["sdpa_total"] - sum(handed.values())
+    where = [f"{n} on {name}" for name, n in handed.items()]
+    if on_sdpa or not handed:
+        where.insert(0, f"{on_sdpa} on SDPA")
+    declined = "SDPA"
+    if handed:
+        declined = "declined"
+    lines = [f"{head}{counts['sage']} on the kernel, " + ", ".join(where)]
+    lines += [f"{indent}  {declined} {n}: {Reason(reason).label}" for reason, n in counts["sdpa"].items()]
     lines += [f"{indent}  faults ({fault}): {n}" for fault, n in counts["faults"].items()]
     if counts["masks_dropped"]:
         lines.append(f"{indent}  masks dropped or the keys they mask left out: {counts['masks_dropped']}")
@@ -97,11 +108,9 @@ def _counts_lines(counts: dict, head: str, indent: str) -> list[str]:
     return lines
 
 
-def render(snap: dict) -> str:
-    """Human-readable status from ``payload()``."""
-    lines = ["Installed: " + ", ".join(f"{name} {version or '(not installed)'}"
-                                       for name, version in snap["libraries"].items())]
-    lines += [f"Install: {line}" for line in snap["advice"]] + ["", "This run:"]
+def _run_lines(snap: dict) -> list[str]:
+    """This run's models: what became of each, its sampling time and its calls per device."""
+    lines = ["This run:"]
     if not snap["run"]:
         lines.append("  no scoped model in this run")
     for model in snap["run"]:
@@ -109,26 +118,65 @@ def render(snap: dict) -> str:
         if model["sampling_ms"]:
             lines.append(f"    {_sampling(model['sampling_ms'], model['timing_ms'])}")
         for device, counts in model["devices"].items():
-            lines += _counts_lines(counts, f"    {device}: ", "    ")
-    lines += ["", f"Session ({snap['generations']} generations):"]
+            handed = {} if model["declined_to"] is None else {model["declined_to"]: counts["sdpa_total"]}
+            lines += _counts_lines(counts, f"    {device}: ", "    ", handed)
+    return lines
+
+
+def _session_heading(generations: int) -> list[str]:
+    if generations == 0:
+        return ["Session:", "  nothing sampled through the Scope yet"]
+    if generations == 1:
+        return ["Session (1 generation):"]
+    return [f"Session ({generations} generations):"]
+
+
+def _kernel_line(device: str, kernels: dict) -> str | None:
+    """The kernels the choices made on ``device`` this session bound, on one line (a choice that bound
+    none is said in its model's note); SDPA only where none bound; None where none was made."""
+    if not kernels:
+        return None
+    bound = {f"{line['kernel']}, {line['version']} ({line['why']})" for line in kernels.values() if line["kernel"]}
+    if bound:
+        return f"  {device}: " + "; ".join(sorted(bound))
+    return f"  {device}: SDPA only ({next(iter(kernels.values()))['why']})"
+
+
+def _session_lines(snap: dict) -> list[str]:
+    lines = _session_heading(snap["generations"])
     lines += [f"  model {m['model']}: {m['note']}" for m in snap["models"]]
     for device, info in snap["devices"].items():
-        for choice, line in info["kernels"].items():
-            kernel = f"{line['kernel']}, {line['version']}" if line["kernel"] else "SDPA only"
-            lines.append(f"  {device}: {kernel} ({line['why']})" + (f" [kernel={choice}]" if choice != "auto" else ""))
+        kernel = _kernel_line(device, info["kernels"])
+        if kernel is not None:
+            lines.append(kernel)
         if info["retired"]:
             lines.append(f"  {device}: retired for this session: {info['retired']}")
         for check in info["checks"]:
             lines.append(f"  check {check['key']}: {'passed' if check['passed'] else 'FAILED -> SDPA'} "
                          f"(cosine {check['cosine']:.5f}, rel L2 {check['rel_l2']:.4f})")
         lines += [f"  {line}" for line in bucket_lines(info["buckets"])]
-        lines += _counts_lines(info["session"], f"  {device}: ", "  ")
+        if info["session"]["sage"] or info["session"]["sdpa_total"]:
+            lines += _counts_lines(info["session"], f"  {device}: ", "  ", info["handed"])
+    return lines
+
+
+def render(snap: dict) -> str:
+    """Human-readable status from ``payload()``: the one rendering of it (web/js/status.js shows this text)."""
+    lines = ["Installed: " + ", ".join(f"{name} {_version(version)}" for name, version in snap["libraries"].items())]
+    lines += snap["advice"]
+    lines += [""] + _run_lines(snap) + [""] + _session_lines(snap)
     if snap["preferred_attention"]:
         lines.append("Note: this ComfyUI lets a checkpoint choose its own attention; while the Scope is on, the calls "
                      "it declines run ComfyUI's default attention instead of the checkpoint's choice.")
     if snap["generations"]:
         lines.append(f"Last generation: {_sampling(snap['last_ms']['sampling'], snap['last_ms']['timing'])}")
     return "\n".join(lines)
+
+
+def _version(version) -> str:
+    if version is None:
+        return "(not installed)"
+    return version
 
 
 def bucket_lines(buckets: list[dict]) -> list[str]:

@@ -96,6 +96,7 @@ class Tally:
 class RunRecord:
     """One model's part of a run (a prompt): what the Scope did with it, its calls and sampling time."""
     note: str
+    declined_to: Optional[str] = None  # the override the Scope hands the calls it declines, or None (SDPA)
     tallies: dict = dataclasses.field(default_factory=dict)  # device -> Tally
     sampling_ms: float = 0.0
     timing_ms: float = 0.0  # of which spent timing kernels (measured routing)
@@ -108,6 +109,10 @@ class Ledger:
         self.run_id = None      # the run (prompt) whose records ``run`` holds: the one place that says so
         self.run: dict[str, RunRecord] = {}
         self.names_in_run: dict[str, list[int]] = {}  # a model's name -> the ids of this run's models of that name
+        # What each model's Scope said when it last ran, (note, declined_to): ComfyUI serves a Scope node
+        # whose inputs did not change from its cache, so a later run of its model starts from this, and
+        # what happened in an earlier run (another node's override replaced it) stays that run's.
+        self.scope_notes: dict[str, tuple[str, Optional[str]]] = {}
         self.reset()
 
     def reset(self) -> None:
@@ -117,7 +122,9 @@ class Ledger:
             self.last: dict[str, Tally] = {}  # the last generation's, per device
             self.last_ms = (0.0, 0.0)         # its wall time, and the part spent timing kernels
             self.generations = 0
-            self.models: dict[str, str] = {}  # model label -> what the Scope did with it, this session
+            self.models: dict[str, str] = {}  # model label -> what became of it in its latest run, this session
+            # device -> override name -> calls the Scope declined and handed to that override (of totals')
+            self.handed: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
             self.kernel_lines: dict[str, dict[str, dict]] = {}  # device -> kernel choice -> what it bound
             self.run = {}
 
@@ -134,10 +141,14 @@ class Ledger:
             self.run_id, self.run, self.names_in_run = run_id, {}, {}
 
     def record(self, run_id, label: str) -> RunRecord:
-        """The model's record in run ``run_id``."""
+        """The model's record in run ``run_id``; a new one says what the model's Scope said when it last ran."""
         with self.lock:
             self._enter_run(run_id)
-            return self.run.setdefault(label, RunRecord(self.models.get(label, "scoped")))
+            if label not in self.run:
+                note, declined_to = self.scope_notes.get(label, ("scoped", None))
+                self.run[label] = RunRecord(note, declined_to)
+                self.models[label] = note
+            return self.run[label]
 
     def model_label(self, name: str, model, run_id=None) -> str:
         """``name``, numbered where another model of this run has it too (Wan 2.2's two experts, in the
@@ -148,10 +159,21 @@ class Ledger:
             seen += [] if id(model) in seen else [id(model)]
             return name if seen.index(id(model)) == 0 else f"{name} #{seen.index(id(model)) + 1}"
 
-    def note_model(self, label: str, note: str, run_id=None) -> None:
-        """What the Scope did with a model ("scoped", "passed through unchanged: ...", "replaced by ...")."""
+    def note_model(self, label: str, note: str, run_id=None, declined_to: Optional[str] = None) -> None:
+        """What the Scope did with a model when its node ran ("scoped", "passed through unchanged: ...");
+        ``declined_to``: the override it hands the calls it declines (one set before it), if any."""
         with self.lock:
-            self.models[label] = self.record(run_id, label).note = note
+            self.scope_notes[label] = (note, declined_to)
+            record = self.record(run_id, label)
+            record.note, record.declined_to = note, declined_to
+            self.models[label] = note
+
+    def note_run(self, label: str, note: str, run_id) -> None:
+        """What became of a model in run ``run_id`` alone ("replaced by ...", "below ..."): said while it
+        sampled; a later run starts again from what its Scope said."""
+        with self.lock:
+            self.record(run_id, label).note = note
+            self.models[label] = note
 
     def note_kernel(self, device: str, choice: str, kernel: Optional[str], version: Optional[str], why: str) -> bool:
         """The kernel ``choice`` bound on ``device``, for Status; True where this session had not said it yet.
@@ -171,34 +193,38 @@ class Ledger:
 
     def end_generation(self, generation, wall_ms: float) -> None:
         """Adds a finished ``generation.Generation`` (``wall_ms`` long) to its run's record and the session's
-        totals."""
+        totals; it is the last generation, calls or none (another node's override may have taken them all)."""
         with self.lock:
             self.generations += 1
             self.last_ms = (wall_ms, generation.measuring_ms)
             record = self.record(generation.run_id, generation.model_label)
             record.sampling_ms += self.last_ms[0]
             record.timing_ms += self.last_ms[1]
-            if generation.tallies:
-                self.last = {device: tally.copy() for device, tally in generation.tallies.items()}
+            self.last = {device: tally.copy() for device, tally in generation.tallies.items()}
             for device, tally in generation.tallies.items():
                 self.totals[device].add(tally)
                 record.tallies.setdefault(device, Tally()).add(tally)
+                if record.declined_to is not None:
+                    self.handed[device][record.declined_to] += tally.as_dict()["sdpa_total"]
 
     def snapshot(self, run_id=None) -> dict[str, Any]:
         """What the ledger holds, as plain data (``run``: the models of run ``run_id``, empty where that
-        prompt scoped none), plus each device's calls per measured bucket (``bucket_calls``)."""
+        prompt scoped none), plus each device's calls per measured bucket (``bucket_calls``) and the calls
+        it handed to another override (``handed``, part of ``session``'s SDPA count)."""
         with self.lock:
             run = self.run if run_id is None or run_id == self.run_id else {}
             devices = sorted({*self.totals, *self.kernel_lines})
             return {
                 "generations": self.generations,
                 "last_ms": {"sampling": self.last_ms[0], "timing": self.last_ms[1]},
-                "run": [{"model": label, "note": r.note, "sampling_ms": r.sampling_ms, "timing_ms": r.timing_ms,
-                         "devices": {d: t.as_dict() for d, t in r.tallies.items()}} for label, r in run.items()],
+                "run": [{"model": label, "note": r.note, "declined_to": r.declined_to, "sampling_ms": r.sampling_ms,
+                         "timing_ms": r.timing_ms, "devices": {d: t.as_dict() for d, t in r.tallies.items()}}
+                        for label, r in run.items()],
                 "models": [{"model": label, "note": note} for label, note in self.models.items()],
                 "devices": {d: {"kernels": dict(self.kernel_lines.get(d, {})),
                                 "session": (self.totals.get(d) or Tally()).as_dict(),
                                 "last_generation": (self.last.get(d) or Tally()).as_dict(),
+                                "handed": dict(self.handed.get(d, {})),
                                 "bucket_calls": {"last": dict(_calls_per_bucket(self.last.get(d))),
                                                  "session": dict(_calls_per_bucket(self.totals.get(d)))},
                                 "route_calls": {"last": _calls_per_route(self.last.get(d)),

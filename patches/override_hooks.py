@@ -7,6 +7,7 @@ pre-hook that hands a caller that passed none the Scope's override (removed when
 from __future__ import annotations
 
 import inspect
+import re
 
 import torch
 
@@ -18,15 +19,28 @@ def installed_override(model_options: dict):
     return model_options.get("transformer_options", {}).get(OVERRIDE_KEY)
 
 
-def name_of(override) -> str:
-    return f"{getattr(override, '__module__', '?')}.{getattr(override, '__qualname__', type(override).__qualname__)}"
+def short_name(override) -> str:
+    """What Status calls an attention override: the function or method that made it (its qualified
+    name up to "<locals>": KJNodes' is PathchSageAttentionKJ.patch, ComfyUI's Model Attention Backend's
+    ModelPatcher.set_model_optimized_attention) and, for a custom node's, its folder in custom_nodes/.
+    Never its module's name, which for a custom node is its file path (ComfyUI names the modules it
+    loads from custom_nodes/ so, a folder's dots written "_x_")."""
+    qualname = getattr(override, "__qualname__", None)
+    if qualname is None:  # a callable object
+        qualname = type(override).__qualname__
+    made_by = qualname.split(".<locals>.")[0]
+    module = getattr(override, "__module__", None)
+    if not isinstance(module, str) or ("/" not in module and "\\" not in module):
+        return made_by
+    folder = re.split(r"[\\/]", module)[-1].split(".")[0].replace("_x_", ".")
+    return f"{made_by} ({folder})"
 
 
 def another_override_note(installed, reached_scope: bool) -> str:
     """What Status says of a model whose step ran under ``installed`` rather than the Scope's router."""
     if reached_scope:
-        return f"below {name_of(installed)}, which wraps the Scope: the calls it passes on reach the Scope"
-    return f"replaced by {name_of(installed)}: SageAttention Scope inactive for this model"
+        return f"below {short_name(installed)}, which wraps the Scope: the calls it passes on reach the Scope"
+    return f"replaced by {short_name(installed)}: Sage Attention Scope inactive for this model"
 
 
 def control_models(conds) -> list[torch.nn.Module]:

@@ -39,9 +39,10 @@ def scope_for_family(model_patcher, settings: Settings, session: Session):
         scoped = apply_scope(model_patcher, settings, session, found.family, label)
         previous = router_of(scoped).previous
         note = "scoped" if settings.enabled else "Scope off: every call on ComfyUI's attention"
-        if previous:
-            note += f"; calls it declines go to {override_hooks.name_of(previous)}"
-        ledger.note_model(label, note, run_id())
+        declined_to = None if previous is None else override_hooks.short_name(previous)
+        if declined_to is not None:
+            note += f"; the calls it declines go to {declined_to}, an override set before it"
+        ledger.note_model(label, note, run_id(), declined_to)
         return scoped, found
     ledger.note_model(label, f"passed through unchanged: {why_not}", run_id())
     if ledger.first_time("pass-through", label, why_not):
@@ -180,7 +181,7 @@ def note_other_override(router: Router, generation: Generation, installed, reach
     note = override_hooks.another_override_note(installed, reached_scope)
     if not reached_scope:
         log.warning("Sage Attention Scope: the attention override of %s was %s.", router.model_label, note)
-    router.session.ledger.note_model(router.model_label, note, generation.run_id)
+    router.session.ledger.note_run(router.model_label, note, generation.run_id)  # this run's alone
 
 
 def guarded(router: Router, run):

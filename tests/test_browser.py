@@ -319,3 +319,126 @@ def test_tiny_graph_runs_and_the_status_node_shows_its_text(session, page):
     text = status.inner_text()
     assert "cpu: reference_double" in text and "This run" in text and "Session" in text
     page.screenshot(path=str(ARTIFACTS / "status_node.png"))
+
+
+# -- the Scope node: its errors, its typed values, its expert inputs; the Status after coexistence ---
+
+def queue(page):
+    """Queues the graph as the Run button does; the server's answer to /prompt."""
+    with page.expect_response(lambda r: r.url.endswith("/prompt") and r.request.method == "POST",
+                              timeout=READY_MS) as response:
+        page.evaluate("() => window.app.queuePrompt(0, 1)")
+    return response.value
+
+
+# The tiny graph saved as a workflow file, one of the Scope's widget values replaced: what a user loads.
+WORKFLOW_WITH_JS = """([name, value]) => {
+  const workflow = window.app.graph.serialize();
+  const scope = window.app.graph._nodes.find(n => n.type === 'SageAttentionScope');
+  const saved = workflow.nodes.find(n => n.type === 'SageAttentionScope');
+  saved.widgets_values[scope.widgets.findIndex(w => w.name === name)] = value;
+  return workflow;
+}"""
+
+
+@pytest.mark.parametrize("how, says", [
+    ("start_percent above end_percent", "start_percent (0.8) must not be above end_percent (0.5)"),
+    ("a workflow file with min_seq_len 'abc'", "min_seq_len must be a whole number from 0 to 4194304, got 'abc'"),
+])
+def test_a_bad_value_shows_the_packs_sentence_on_the_node(session, page, server, how, says):
+    """The server refuses the prompt (one error, under the input); the front end shows the pack's
+    sentence on the node (web/js/scope.js), and nowhere a wrapper of the value."""
+    if how.startswith("a workflow file"):
+        page.evaluate("api => window.app.loadApiJson(api, 'sas_tiny')", tiny_prompt(seed=31))
+        load(page, page.evaluate(WORKFLOW_WITH_JS, ["min_seq_len", "abc"]))
+    else:
+        page.evaluate("api => window.app.loadApiJson(api, 'sas_tiny')",
+                      tiny_prompt(seed=31, start_percent=0.8, end_percent=0.5))
+    response = queue(page)
+    assert response.status == 400, response.text()
+    [error] = response.json()["node_errors"]["2"]["errors"]
+    center_on(page, "SageAttentionScope")
+    shown = page.locator("[data-sage-scope-errors]")
+    sync_api.expect(shown).to_have_text(says, timeout=READY_MS)
+    assert error["extra_info"]["input_name"] in says
+    page.screenshot(path=str(ARTIFACTS / f"scope_error_{error['extra_info']['input_name']}.png"))
+    assert "__value__" not in page.inner_text("body")
+    page.keyboard.press("Escape")  # front end 1.32's error dialog
+
+
+def _scope_node_js(body: str) -> str:
+    return "() => { const node = window.app.graph._nodes.find(n => n.type === 'SageAttentionScope'); " + body + " }"
+
+
+def test_typing_a_min_seq_len_keeps_what_was_typed(session, page, server):
+    """The widget takes what is typed (with step 256 the front ends rounded 100 to 0, which is auto)."""
+    page.evaluate("api => window.app.loadApiJson(api, 'sas_tiny')", tiny_prompt(seed=32))
+    page.evaluate(_scope_node_js("if (node.toggleAdvanced && !node.showAdvanced) node.toggleAdvanced();"))
+    center_on(page, "SageAttentionScope")
+    for typed in (100, 77, 300):
+        x, y = page.evaluate(_scope_node_js(
+            "const w = node.widgets.find(w => w.name === 'min_seq_len'); return window.app.canvasPosToClientPos("
+            "[node.pos[0] + node.size[0] / 2, node.pos[1] + w.y + window.LiteGraph.NODE_WIDGET_HEIGHT / 2]);"))
+        page.mouse.click(x, y)  # the value's prompt opens, its text selected
+        page.keyboard.press("Control+A")
+        page.keyboard.type(str(typed))
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => document.activeElement?.tagName !== 'INPUT'", timeout=READY_MS)  # closed
+        assert page.evaluate(_scope_node_js("return node.widgets.find(w => w.name === 'min_seq_len').value;")) == typed
+    shown = page.evaluate(FRONT_END_PROMPT_JS)
+    assert shown["prompt"]["2"]["inputs"]["min_seq_len"] == 300  # and the prompt sends it
+
+
+EXPERT_INPUTS = ("min_seq_len", "first_call_check", "smooth_k", "routing", "first_blocks", "last_blocks")
+
+
+def test_a_new_scope_node_shows_its_expert_inputs_only_on_request_where_comfyui_marks_them(session, page, server):
+    """ComfyUI 0.33 marks the expert inputs advanced: the node shows at most five widgets until its
+    "Show Advanced" is on. 0.3.75 has no such mark: all ten show, as before."""
+    page.evaluate("() => window.app.graph.clear()")
+    shown = page.evaluate("""() => {
+        const node = window.LiteGraph.createNode('SageAttentionScope');
+        window.app.graph.add(node);
+        const shown = () => node.widgets.filter(w => node.isWidgetVisible(w)).map(w => w.name);
+        const folded = shown();
+        if (node.toggleAdvanced) node.toggleAdvanced();
+        return {folded, unfolded: shown(), values: node.serialize().widgets_values.length};
+    }""")
+    advanced = server.get("/object_info/SageAttentionScope")["SageAttentionScope"]["input"]["required"]
+    if any(options.get("advanced") for _, options in advanced.values() if isinstance(options, dict)):
+        assert shown["folded"] == ["enabled", "kernel", "start_percent", "end_percent"]
+        assert set(shown["unfolded"]) == set(shown["folded"]) | set(EXPERT_INPUTS)
+    else:
+        assert len(shown["folded"]) == 10 == len(shown["unfolded"])
+    assert shown["values"] == 10  # folded or not, every value is saved and sent
+
+
+def test_after_a_replacing_node_is_removed_the_status_says_the_scope_served_the_run(session, page, server):
+    """A node after the Scope that replaces its override (as KJNodes' Patch Sage Attention does): the
+    Status says so. The node removed and the graph run again (ComfyUI serves the Scope node from its
+    cache): the Status says the Scope served that run, with its calls."""
+    prompt = tiny_prompt(seed=33)
+    prompt["7"] = {"class_type": "SASTestReplaceAttention", "inputs": {"model": ["2", 0]}}
+    prompt["5"]["inputs"]["model"] = ["7", 0]
+    page.evaluate("api => window.app.loadApiJson(api, 'sas_tiny')", prompt)
+    status = page.locator("[data-sage-status]")
+    server.wait_for(queue(page).json()["prompt_id"], RUN_MS / 1e3)
+    center_on(page, "SageAttentionStatus")
+    replaced = "model LTX-Video (LTXV): replaced by SASTestReplaceAttention.patch (sas_test_nodes): Sage Attention " \
+               "Scope inactive for this model"
+    sync_api.expect(status).to_contain_text(replaced, timeout=RUN_MS)
+    page.evaluate("""() => {
+        const graph = window.app.graph, node = id => graph.getNodeById(id);
+        graph.remove(node(7));
+        node(2).connect(0, node(5), node(5).findInputSlot('model'));
+    }""")
+    entry = server.wait_for(queue(page).json()["prompt_id"], RUN_MS / 1e3)
+    messages = entry["status"]["messages"]
+    cached = [node for kind, data in messages if kind == "execution_cached" for node in data["nodes"]]
+    assert "2" in cached, entry["status"]  # the Scope did not run again: its note is not this run's source
+    center_on(page, "SageAttentionStatus")
+    blocks = TINY_LTXV["num_layers"]
+    sync_api.expect(status).to_contain_text("This run:\n  model LTX-Video (LTXV): scoped\n", timeout=RUN_MS)
+    this_run = status.inner_text().split("Session")[0]
+    assert "replaced by" not in this_run and f"cpu: {blocks} on the kernel" in this_run, this_run
+    page.screenshot(path=str(ARTIFACTS / "status_after_replacing_node_removed.png"))

@@ -12,7 +12,7 @@ from sage_attention_scope.nodes.status import payload, render
 from sage_attention_scope.patches import Reason, router_of
 from sas_harness import master_attention
 from sas_harness.doubles import RecordingKernel, make_kernel, registered
-from sas_harness.models import flux_conditioning, sample, tiny_flux
+from sas_harness.models import DEVICE, flux_conditioning, sample, tiny_flux
 from sas_harness.run import attention, hnd, in_scope, last_generation
 
 import comfy.ldm.modules.attention as comfy_attention
@@ -42,9 +42,40 @@ def test_a_later_node_that_replaces_the_scope_is_said_every_run(session, caplog)
         for _ in range(2):
             sample(replaced, flux_conditioning())
     warnings = [r.getMessage() for r in caplog.records if "replaced by" in r.getMessage()]
-    assert len(warnings) == 2 and "set_model_optimized_attention.<locals>.optimized_attention_override" in warnings[0]
+    replaced_by = "replaced by set_model_optimized_attention: Sage Attention Scope inactive for this model"
+    assert len(warnings) == 2 and replaced_by in warnings[0]
     assert kernel.calls == []
-    assert "SageAttention Scope inactive for this model" in render(payload(session))
+    assert f"model FLUX.1 (Flux): {replaced_by}" in render(payload(session))
+
+
+def in_run(prompt_id: str, fn):
+    """``fn()`` as ComfyUI runs a node of prompt ``prompt_id`` (what the Scope reads as the run)."""
+    from comfy_execution.utils import CurrentNodeContext
+    with CurrentNodeContext(prompt_id, "5"):
+        return fn()
+
+
+def test_a_run_after_the_replacing_node_is_removed_says_the_scope_served_it(session):
+    """Run 1: the Scope, then a node that replaces its override. Run 2: that node removed; ComfyUI
+    serves the Scope node from its cache (its model is the same scoped clone, the Scope does not run
+    again). Each run's record says what happened in it, with its own counts."""
+    with registered(session, make_kernel("double", RecordingKernel())):
+        scoped = in_run("first", lambda: scoped_model(tiny_flux(), kernel="double", min_seq_len=1))
+        in_run("first", lambda: sample(other_node(scoped), flux_conditioning()))
+        first = payload(session, "first")
+        in_run("second", lambda: sample(scoped, flux_conditioning()))
+        second = payload(session, "second")
+        in_run("third", lambda: sample(other_node(scoped), flux_conditioning()))
+        third = payload(session, "third")
+    [model] = first["run"]
+    assert model["note"].startswith("replaced by set_model_optimized_attention") and model["devices"] == {}
+    [model] = second["run"]
+    assert model["note"] == "scoped" and model["devices"][DEVICE]["sage"] == CALLS
+    assert "model FLUX.1 (Flux): scoped" in render(second).split("Session")[0]  # This run
+    assert [m["note"] for m in second["models"]] == ["scoped"]  # the session says the latest run's
+    # a replaced run after a scoped one: its last generation has no calls, not the run before's
+    assert third["devices"][DEVICE]["last_generation"]["sage"] == 0
+    assert third["devices"][DEVICE]["session"]["sage"] == CALLS
 
 
 def test_an_override_set_before_the_scope_serves_what_it_declines_and_the_status_names_it(session):
@@ -58,8 +89,31 @@ def test_an_override_set_before_the_scope_serves_what_it_declines_and_the_status
     with registered(session, make_kernel("double", RecordingKernel())):
         sample(scoped_model(model, kernel="double", min_seq_len=10_000), flux_conditioning())
     assert len(seen) == CALLS
-    assert "set_before_the_scope_serves_what_it_declines_and_the_status_names_it.<locals>.earlier" in render(
-        payload(session)).split("scoped; calls it declines go to ")[1]
+    name = "test_an_override_set_before_the_scope_serves_what_it_declines_and_the_status_names_it"  # what made it
+    text = render(payload(session))
+    assert f"model FLUX.1 (Flux): scoped; the calls it declines go to {name}, an override set before it" in text
+    # counted as that override's, in the run and in the session
+    assert text.count(f"{DEVICE}: 0 on the kernel, {CALLS} on {name}") == 2, text
+    assert f"declined {CALLS}: {Reason.TOO_SHORT.label}" in text
+
+
+def test_an_override_of_a_custom_node_is_named_by_its_maker_and_folder_never_by_its_path(session):
+    """ComfyUI names a custom node's modules by their file path: KJNodes' sage attention override is
+    "/.../custom_nodes/ComfyUI-KJNodes.nodes.model_optimization_nodes" +
+    "PathchSageAttentionKJ.patch.<locals>.attention_override_sage"."""
+    def attention_override_sage(func, *args, **kwargs):
+        return func(*args, **kwargs)
+    attention_override_sage.__module__ = "/home/u/ComfyUI/custom_nodes/ComfyUI-KJNodes.nodes.model_optimization_nodes"
+    attention_override_sage.__qualname__ = "PathchSageAttentionKJ.patch.<locals>.attention_override_sage"
+    with registered(session, make_kernel("double", RecordingKernel())):
+        scoped = scoped_model(tiny_flux(), kernel="double", min_seq_len=1)
+        replaced = scoped.clone()
+        replaced.model_options["transformer_options"]["optimized_attention_override"] = attention_override_sage
+        sample(replaced, flux_conditioning())
+    text = render(payload(session))
+    assert ("model FLUX.1 (Flux): replaced by PathchSageAttentionKJ.patch (ComfyUI-KJNodes): Sage Attention Scope "
+            "inactive for this model") in text
+    assert "custom_nodes" not in text and "<locals>" not in text
 
 
 def test_an_override_that_wraps_the_scope_is_named_and_what_it_passes_on_is_counted(session):
@@ -74,8 +128,8 @@ def test_an_override_that_wraps_the_scope_is_named_and_what_it_passes_on_is_coun
         wrapped.model_options["transformer_options"]["optimized_attention_override"] = sparse_attention
         sample(wrapped, flux_conditioning())
     assert last_generation(session)["sage"] == CALLS
-    assert ("wraps_the_scope_is_named_and_what_it_passes_on_is_counted.<locals>.sparse_attention, "
-            "which wraps the Scope") in render(payload(session))
+    assert ("below test_an_override_that_wraps_the_scope_is_named_and_what_it_passes_on_is_counted, which wraps "
+            "the Scope") in render(payload(session))
 
 
 @pytest.mark.parametrize("order", ["scope, then TorchCompileModel", "TorchCompileModel, then scope"])

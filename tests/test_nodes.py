@@ -1,11 +1,13 @@
 """The pack as ComfyUI loads it, and its two nodes."""
 import asyncio
+import json
 import logging
 
 import pytest
 import torch
 
-from sage_attention_scope.nodes.scope import SageAttentionScope, _Invalid, scoped_model, strict_inputs
+from sage_attention_scope.nodes.scope import (SageAttentionScope, _RefusedChoice, _RefusedValue, scoped_model,
+                                              strict_inputs)
 from sage_attention_scope.nodes.status import SageAttentionStatus, payload, render
 from sas_harness import ROOT
 from sas_harness import host as sas_host
@@ -28,16 +30,40 @@ def test_comfyui_loads_the_pack_as_a_custom_node(session):
     assert any(path.endswith("web/js") for path in comfy_nodes.EXTENSION_WEB_DIRS.values())
 
 
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(".")[:3])
+
+
+EXPERT_INPUTS = ("min_seq_len", "first_call_check", "smooth_k", "routing", "first_blocks", "last_blocks")
+
+
 def test_scope_node_schema(session):
     info = SageAttentionScope.GET_NODE_INFO_V1()
     required = info["input"]["required"]
     assert list(required) == ["model", "enabled", "kernel", "min_seq_len", "first_call_check", "smooth_k",
                               "routing", "start_percent", "end_percent", "first_blocks", "last_blocks"]
     assert required["min_seq_len"][1]["default"] == Settings.min_seq_len == 0 and required["min_seq_len"][1]["min"] == 0
+    # step 1: the front ends round what is typed to the step (256 made 100 into 0, auto)
+    assert required["min_seq_len"][1]["step"] == 1
     options = required["kernel"][1]["options"]
     devices = [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
     assert options[0] == "auto" and all(any(session.knowledge.kernel(o, d).bound for d in devices) for o in options[1:])
     assert info["output"] == ["MODEL"] and info["category"] == "model_patches/attention"
+
+
+def test_the_expert_inputs_are_advanced_where_comfyui_has_advanced_inputs(session):
+    """ComfyUI 0.33's V3 API marks inputs advanced (its front end folds them); 0.3.75's has no such mark,
+    and the schema stays as it was there."""
+    version = _version(sas_host.comfyui_version())
+    if (0, 3, 75) < version < (0, 33):
+        pytest.skip(f"ComfyUI {version}: whether its V3 API has advanced inputs is not known here")
+    required = SageAttentionScope.GET_NODE_INFO_V1()["input"]["required"]
+    advanced = {name for name, (_, options) in required.items() if options.get("advanced")}
+    if version >= (0, 33):
+        assert advanced == set(EXPERT_INPUTS)
+        assert len([name for name in required if name not in advanced and name != "model"]) <= 5  # widgets shown
+    else:
+        assert advanced == set() and not any("advanced" in options for _, options in required.values())
 
 
 def test_scope_node_clones_and_never_mutates_its_input(session):
@@ -76,22 +102,73 @@ def test_the_prompt_hook_hands_back_what_is_no_prompt_unchanged(body):
     assert strict_inputs(body) is body
 
 
-def test_the_prompt_hook_reads_or_marks_each_raw_input():
-    inputs = {"model": ["1", 0], "enabled": "TRUE", "kernel": "anything", "min_seq_len": 10 ** 400,
-              "first_call_check": {"__value__": "false"}, "smooth_k": "no", "routing": "always",
-              "start_percent": float("nan"), "end_percent": 1, "first_blocks": 2.0, "last_blocks": [3, 0],
-              "other": "kept"}
+def _run_hook(**inputs) -> dict:
     strict_inputs({"prompt": {"2": {"class_type": "SageAttentionScope", "inputs": inputs}}})
-    wrong = {name: value.wrong for name, value in inputs.items() if isinstance(value, _Invalid)}
-    assert wrong == {"min_seq_len": f"min_seq_len must be a whole number from 0 to 4194304, got {10 ** 400!r}",
-                     "smooth_k": "smooth_k must be true or false, got 'no'",
-                     "start_percent": "start_percent must be a number from 0.0 to 1.0, got nan"}
-    assert {k: v for k, v in inputs.items() if k not in wrong} == {
-        "model": ["1", 0], "enabled": True, "kernel": "anything", "first_call_check": False, "routing": "always",
+    return inputs
+
+
+def _refusals(inputs: dict) -> dict:
+    return {name: value.wrong for name, value in inputs.items() if isinstance(value, (_RefusedValue, _RefusedChoice))}
+
+
+def test_the_prompt_hook_reads_or_refuses_each_raw_input():
+    """What ComfyUI would convert silently or fail to convert with Python's words is refused with the
+    pack's sentence; a number of the input's kind is left to ComfyUI's own min and max."""
+    inputs = _run_hook(model=["1", 0], enabled="TRUE", kernel="anything", min_seq_len=10 ** 400,
+                       first_call_check={"__value__": "false"}, smooth_k="no", routing="nope",
+                       start_percent=float("nan"), end_percent=1, first_blocks=2.0, last_blocks=[3, 0], other="kept")
+    assert _refusals(inputs) == {"smooth_k": "smooth_k must be true or false, got 'no'",
+                                 "routing": "routing must be one of measured, always, got 'nope'",
+                                 "start_percent": "start_percent must be a number from 0.0 to 1.0, got nan"}
+    assert {k: v for k, v in inputs.items() if k not in _refusals(inputs)} == {
+        "model": ["1", 0], "enabled": True, "kernel": "anything", "min_seq_len": 10 ** 400, "first_call_check": False,
         "end_percent": 1, "first_blocks": 2, "last_blocks": [3, 0], "other": "kept"}
-    with pytest.raises(ValueError, match="smooth_k must be"):  # ComfyUI's unwrapping of a value fails
-        inputs["smooth_k"]["__value__"]
-    assert str(inputs["smooth_k"]) == "no"
+    # ComfyUI's conversion of each refusal fails with the sentence (a combo's, which it does not convert,
+    # when it unwraps the value); what it quotes of the value is the value, never a wrapper where it converts
+    with pytest.raises(ValueError, match="^smooth_k must be true or false, got 'no'$"):
+        bool(inputs["smooth_k"])
+    with pytest.raises(ValueError, match="^start_percent must be a number"):
+        float(inputs["start_percent"])
+    with pytest.raises(ValueError, match="^routing must be one of"):
+        inputs["routing"]["__value__"]
+    assert f"{inputs['smooth_k']}" == "'no'" and json.loads(json.dumps(inputs["smooth_k"])) == "'no'"
+    assert f"{inputs['routing']}" == "'nope'"
+
+
+def test_the_prompt_hook_refuses_a_step_window_that_ends_before_it_starts():
+    assert _refusals(_run_hook(start_percent=0.8, end_percent=0.5)) == {
+        "start_percent": "start_percent (0.8) must not be above end_percent (0.5)"}
+    with pytest.raises(ValueError, match=r"^start_percent \(0.8\) must not be above"):
+        int(_run_hook(start_percent=0.8, end_percent=0.5)["start_percent"])
+    # a start outside its range is ComfyUI's max to say, once; so is an end there
+    assert _refusals(_run_hook(start_percent=1.5, end_percent=0.5)) == {}
+    assert _refusals(_run_hook(start_percent=0.5, end_percent=-0.5)) == {}
+    assert _refusals(_run_hook(start_percent=0.5, end_percent=0.5)) == {}
+
+
+def test_the_prompt_hook_cuts_a_long_bad_value_to_a_readable_length():
+    huge = "x" * (5 << 20)
+    inputs = _run_hook(routing=huge, min_seq_len=huge, kernel=None)
+    refusals = _refusals(inputs)
+    assert set(refusals) == {"routing", "min_seq_len", "kernel"}
+    assert refusals["routing"] == f"routing must be one of measured, always, got '{'x' * 58}…"
+    assert all(len(text) < 200 for text in refusals.values()), refusals
+    assert len(str(inputs["routing"])) == len(str(inputs["min_seq_len"])) == 60
+    assert refusals["kernel"] == "kernel must be 'auto' or a kernel name, got None"  # a linked kernel passes
+
+
+def test_the_node_validates_only_the_kernel_and_lets_what_comfyui_refuses_pass(session):
+    """A kernel of another machine is valid (auto replaces it when the node runs); an unknown one is
+    named, cut; a linked one (None while ComfyUI validates), a malformed link (a list, which ComfyUI
+    refuses itself) and a kernel the prompt hook refused say nothing more."""
+    other_machine = next(n for n in session.knowledge.names() if n not in SageAttentionScope.define_schema().inputs[2]
+                         .options)
+    assert SageAttentionScope.validate_inputs(kernel=other_machine) is True
+    assert SageAttentionScope.validate_inputs(kernel="nope") == "kernel 'nope' is unknown; on this machine: auto"
+    assert SageAttentionScope.validate_inputs(kernel="y" * 10_000) == (
+        f"kernel '{'y' * 58}… is unknown; on this machine: auto")
+    refused = _run_hook(kernel=None)["kernel"]
+    assert all(SageAttentionScope.validate_inputs(kernel=k) is True for k in (None, ["auto"], refused))
 
 
 def test_a_model_that_is_not_a_diffusion_model_is_refused_clearly(session):
@@ -146,6 +223,29 @@ def test_status_tells_this_run_from_the_session(session):
     assert after["run"] == [] and after["models"] == [] and after["devices"][DEVICE]["session"]["sage"] == 0
 
 
+def test_the_status_text_after_a_passed_through_run_and_after_two_kernel_choices(session):
+    """A passed-through model: its note, no counts, no "0 generations". Two kernel choices on a device
+    (one that binds nothing here, then a kernel): one line says what the device uses."""
+    from sage_attention_scope.nodes.status import INSTALL_DOCS
+    model = tiny_flux()
+    # auto on a CPU; on a GPU, a named kernel the installed sageattention does not provide.
+    choice = next(n for n in session.knowledge.names() if session.knowledge.kernel(n, model.load_device).bound is None)
+    scoped_model(model, kernel=choice)
+    text = render(payload(session))
+    assert f"model FLUX.1 (Flux): passed through unchanged: on {DEVICE}: " in text
+    assert "generations" not in text and "Session:\n  nothing sampled through the Scope yet" in text
+    assert f"{DEVICE}: 0 on the kernel" not in text
+    assert "Install: " not in text
+    if DEVICE == "cpu":  # the advice for a machine without a CUDA GPU, and its link once
+        assert text.count(INSTALL_DOCS) == 1
+    with registered(session, make_kernel("double", RecordingKernel())):
+        sample(scoped_model(model, kernel="double", min_seq_len=1), flux_conditioning())
+    text = render(payload(session))
+    assert "Session (1 generation):" in text
+    kernels = [line for line in text.splitlines() if line.startswith(f"  {DEVICE}: ") and "on the kernel" not in line]
+    assert len(kernels) == 1 and kernels[0].startswith(f"  {DEVICE}: double, "), kernels
+
+
 # -- what to install, and the kernel choice in words ------------------------------------------
 
 def _session_on(capability, **modules):
@@ -189,6 +289,7 @@ def test_the_kernel_input_names_each_kernel_offered_in_words(session):
     tooltip = kernel_tooltip(["auto", "sage2_fp8_sm90", "kitchen_int8"])
     assert "sage2_fp8_sm90: SageAttention 2 (INT8 Q·K, FP8 P·V, Hopper)" in tooltip.splitlines()
     assert "kitchen_int8: comfy-kitchen INT8 (Q·K and P·V in INT8)" in tooltip.splitlines()
+    assert "exact: torch's exact SDPA backends only" in kernel_tooltip(["auto", "exact", "sdpa_cudnn"])  # a set
     schema = SageAttentionScope.define_schema()  # on this CPU machine: auto alone, and why
     kernel = next(i for i in schema.inputs if i.id == "kernel")
     assert kernel.options == ["auto"] and "No kernel is usable on this machine" in kernel.tooltip

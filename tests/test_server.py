@@ -26,8 +26,9 @@ def test_object_info_lists_the_nodes_with_their_inputs(session, server):
 def test_the_front_end_is_handed_each_of_the_packs_scripts_once(server):
     """ComfyUI serves a custom node's scripts from its WEB_DIRECTORY and from a pyproject.toml's
     [tool.comfy] web folder alike: both would make the front end register each extension twice."""
-    ours = [url for url in server.get("/extensions") if url.rsplit("/", 1)[-1] in ("status.js", "compare.js")]
-    assert sorted(url.rsplit("/", 1)[-1] for url in ours) == ["compare.js", "status.js"], ours
+    scripts = ("compare.js", "scope.js", "status.js")
+    ours = [url for url in server.get("/extensions") if url.rsplit("/", 1)[-1] in scripts]
+    assert sorted(url.rsplit("/", 1)[-1] for url in ours) == list(scripts), ours
 
 
 def test_a_queued_prompt_samples_through_the_scope_and_the_status_reports_it(session, server):
@@ -82,6 +83,8 @@ def test_a_step_window_through_the_server(server):
 
 
 NAN, INF = float("nan"), float("inf")
+CONVERTED = ("enabled", "first_call_check", "smooth_k", "min_seq_len", "start_percent", "end_percent", "first_blocks",
+             "last_blocks")  # the inputs ComfyUI converts (BOOLEAN, INT, FLOAT), whose value its front ends quote
 
 
 @pytest.mark.parametrize("name, value, says", [
@@ -93,26 +96,30 @@ NAN, INF = float("nan"), float("inf")
     ("smooth_k", {"__value__": "yes"}, "smooth_k must be true or false, got 'yes'"),
     ("kernel", "nope", "kernel 'nope' is unknown; on this machine: auto"),
     ("kernel", 7, "kernel 7 is unknown; on this machine: auto"),
+    ("kernel", None, "kernel must be 'auto' or a kernel name, got None"),
+    ("kernel", ["auto"], "Bad linked input, must be a length-2 list of [node_id, slot_index]"),  # ComfyUI's own
     ("routing", "nope", "routing must be one of measured, always, got 'nope'"),
     ("routing", None, "routing must be one of measured, always, got None"),
     ("min_seq_len", "12288", "min_seq_len must be a whole number from 0 to 4194304, got '12288'"),
     ("min_seq_len", "abc", "min_seq_len must be a whole number from 0 to 4194304, got 'abc'"),
     ("min_seq_len", 1.5, "min_seq_len must be a whole number from 0 to 4194304, got 1.5"),
-    ("min_seq_len", -1, "min_seq_len must be a whole number from 0 to 4194304, got -1"),
     ("min_seq_len", NAN, "min_seq_len must be a whole number from 0 to 4194304, got nan"),
     ("start_percent", "0.2", "start_percent must be a number from 0.0 to 1.0, got '0.2'"),
     ("start_percent", NAN, "start_percent must be a number from 0.0 to 1.0, got nan"),
-    ("start_percent", -INF, "start_percent must be a number from 0.0 to 1.0, got -inf"),
     ("end_percent", NAN, "end_percent must be a number from 0.0 to 1.0, got nan"),
-    ("end_percent", INF, "end_percent must be a number from 0.0 to 1.0, got inf"),
-    ("end_percent", 1.5, "end_percent must be a number from 0.0 to 1.0, got 1.5"),
     ("start_percent", 0.9, "start_percent (0.9) must not be above end_percent (0.5)"),  # end_percent 0.5
     ("first_blocks", True, "first_blocks must be a whole number from -1 to 1000, got True"),
-    ("last_blocks", 1001, "last_blocks must be a whole number from -1 to 1000, got 1001"),
+    # A number outside its range: ComfyUI's own min and max say it (its front ends show it at the widget)
+    ("min_seq_len", -1, "Value -1 smaller than min of 0"),
+    ("start_percent", -INF, "Value -inf smaller than min of 0.0"),
+    ("end_percent", INF, "Value inf bigger than max of 1.0"),
+    ("end_percent", 1.5, "Value 1.5 bigger than max of 1.0"),
+    ("last_blocks", 1001, "Value 1001 bigger than max of 1000"),
 ], ids=lambda v: repr(v) if isinstance(v, float) else None)
 def test_each_bad_input_is_refused_by_prompt_once_under_its_own_name(server, name, value, says):
     """One error per bad value, under its own input, its sentence once: naming the value and what is
-    allowed, in place of ComfyUI's conversion message; nothing that fails only when the prompt runs."""
+    allowed, in place of Python's conversion message; nothing that fails only when the prompt runs.
+    Where ComfyUI converts the input, the value it quotes is the value, never a wrapper of it."""
     prompt = tiny_prompt(seed=21, end_percent=0.5)
     prompt["2"]["inputs"][name] = value
     status, body = server.post_raw("/prompt", {"prompt": prompt})
@@ -122,7 +129,24 @@ def test_each_bad_input_is_refused_by_prompt_once_under_its_own_name(server, nam
     assert error["extra_info"]["input_name"] == name, error
     text = error["message"] + " " + error["details"]
     assert text.count(says) == 1 and "invalid literal" not in text and "could not convert" not in text, error
+    if name in CONVERTED:
+        assert "__value__" not in json.dumps(error["extra_info"].get("received_value")), error
     assert server.get("/system_stats")  # and the server keeps serving
+
+
+@pytest.mark.parametrize("name", ["routing", "min_seq_len", "enabled", "kernel"])
+def test_a_huge_bad_value_is_quoted_cut_in_the_answer_and_the_log(server, name):
+    """A 5 MiB value: a 400 of a few KB, a few KB more in the server's log (ComfyUI logs each error)."""
+    prompt = tiny_prompt(seed=23)
+    prompt["2"]["inputs"][name] = "x" * (5 << 20)
+    start = server.log_size()
+    status, body = server.post_raw("/prompt", {"prompt": prompt})
+    assert status == 400, str(body)[:2000]
+    [error] = body["node_errors"]["2"]["errors"]
+    assert error["extra_info"]["input_name"] == name and "xxxxx…" in error["details"], error
+    assert len(json.dumps(body)) < 10_000
+    server.get("/system_stats")  # the log has the whole answer once the server answers again
+    assert server.log_size() - start < 10_000, server.log_since(start)[:3000]
 
 
 # What ComfyUI 0.3.75 and 0.33 answer to each without the pack: a body that is no dict fails

@@ -2,6 +2,9 @@
 
 * ``SASTestConditioning``: random text conditioning of a given size. The tiny model the test
   writes has no text encoder small enough to ship; this stands in for CLIPTextEncode.
+* ``SASTestReplaceAttention``: sets the model's attention override to its own, replacing the one there
+  (the Scope's), as KJNodes' Patch Sage Attention and 0.33's Model Attention Backend do; its override
+  runs what ComfyUI would run (SDPA).
 * ``POST /sas_test/register_kernel`` registers the named kernel test double
   ``reference_double`` (real attention, from tests/sas_doubles.py) with the pack, so the scope
   routes calls on this CPU-only server. The test calls it once the server is up: custom nodes
@@ -64,4 +67,21 @@ class SASTestConditioning:
         return ([[torch.randn(1, tokens, dim, generator=g), {"attention_mask": torch.ones(1, tokens)}]],)
 
 
-NODE_CLASS_MAPPINGS = {"SASTestConditioning": SASTestConditioning}
+class SASTestReplaceAttention:
+    @classmethod
+    def INPUT_TYPES(cls):
+        return {"required": {"model": ("MODEL",)}}
+
+    RETURN_TYPES = ("MODEL",)
+    FUNCTION = "patch"
+    CATEGORY = "testing"
+
+    def patch(self, model):
+        def attention_override(func, *args, **kwargs):
+            return func(*args, **kwargs)
+        patched = model.clone()
+        patched.model_options.setdefault("transformer_options", {})["optimized_attention_override"] = attention_override
+        return (patched,)
+
+
+NODE_CLASS_MAPPINGS = {"SASTestConditioning": SASTestConditioning, "SASTestReplaceAttention": SASTestReplaceAttention}
