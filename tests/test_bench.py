@@ -90,10 +90,12 @@ def test_compare_runs_another_tree_beside_this_one_in_its_own_process(tmp_path):
 def test_per_step_arms_run_whole_generations_through_the_scope(session):
     bench = load("model_steps")
     kernel = RecordingKernel()
-    args = argparse.Namespace(kernel="double", scope=["min_seq_len=1"], depth="reduced", small=True, steps=2,
-                              warm_steps=1, rounds=2)
+    args = argparse.Namespace(kernel="double", scope=["min_seq_len=1"], arm=[], depth="reduced", small=True,
+                              steps=2, warm_steps=1, rounds=2)
     with registered(session, make_kernel("double", kernel, devices=("cpu",))):
-        results = bench.run_model(pack(), "FLUX.1", None, args, CPU, torch.float32)
+        arms = bench.chosen_arms(pack(), args)
+        results = bench.run_model(pack(), "FLUX.1", None, arms, args, CPU, torch.float32, blind_kernel="double")
+    assert arms[0] == ("scope", {"kernel": "double", "min_seq_len": 1})  # typed as the node takes it
     assert set(results) == {"no node", "scope", "always"}  # no blind arm without a CUDA kernel
     calls_per_step = 2  # tiny FLUX.1: one double- and one single-stream block
     for name in ("scope", "always"):
@@ -103,6 +105,45 @@ def test_per_step_arms_run_whole_generations_through_the_scope(session):
     # a warm-up generation, then two rounds, for the two scoped arms
     assert len(kernel.calls) == 2 * (1 + args.rounds) * args.steps * calls_per_step
     assert "| FLUX.1 | scope |" in bench.to_markdown({"FLUX.1": results}, "header")
+
+
+@pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(), reason="needs this tree's git")
+def test_named_arms_take_turns_beside_the_other_trees_arms_that_it_knows(session, tmp_path):
+    """Several --arm arms in one run, and the other tree's copies of them: an arm whose kernel that tree
+    does not know (the double lives in this process only) is left out there, saying so; the rest run there."""
+    from sas_harness.arms import Remote
+    bench = load("model_steps")
+    kernel = RecordingKernel()
+    args = argparse.Namespace(depth="reduced", small=True, steps=2, warm_steps=1, rounds=2)
+    remote = Remote(_this_tree(tmp_path / "tree"), "previous")
+    try:
+        with registered(session, make_kernel("double", kernel, devices=("cpu",))):
+            arms = [bench.parse_arm(pack(), text)
+                    for text in ("default:", "forced:kernel=double,min_seq_len=1,routing=always")]
+            results = bench.run_model(pack(), "FLUX.1", None, arms, args, CPU, torch.float32, remote, arms)
+    finally:
+        remote.close()
+    assert set(results) == {"no node", "default", "forced", "default (previous)"}
+    # on a CPU, auto finds no kernel and the node passes the model through: no counters of its own
+    assert results["forced"]["counts"]["cpu"]["sage"] > 0 and results["default"]["counts"] == {}
+    assert results["forced"]["first_timing_ms"] == 0.0  # Status's figure: routing always times nothing
+    assert all(len(r["step_ms"]) == 2 and r["rel_l2"] < 1e-3 for r in results.values())
+    table = bench.to_markdown({"FLUX.1": results}, "header")
+    assert "| FLUX.1 | default (previous) |" in table and "| FLUX.1 | forced |" in table
+
+
+@pytest.mark.parametrize("arm, says", [
+    ("x:kernel=sdpa_nowhere", "arm x: kernel 'sdpa_nowhere' is unknown"),
+    ("x:speed=3", "'speed=3' is not INPUT=VALUE for one of the Scope's inputs"),
+    ("x:routing=sometimes", "arm x: routing 'sometimes' is not one of measured, always"),
+    ("x:min_seq_len=many", "min_seq_len takes a int, got 'many'"),
+    ("nameless", "write NAME:INPUT=VALUE"),
+])
+def test_an_arm_the_pack_would_not_take_stops_the_run_before_any_model_is_built(capsys, arm, says):
+    bench = load("model_steps")
+    with pytest.raises(SystemExit) as stopped:
+        bench.main(["--small", "--arm", "fine:", "--arm", arm])
+    assert stopped.value.code == 2 and says in capsys.readouterr().err
 
 
 def test_fault_matrix_writes_its_figures(tmp_path):
@@ -155,10 +196,10 @@ def test_the_video_and_dit_run_of_the_gpu_issue_runs_small(session, model):
     """Each model of the GPU run's command (docs/bench/runs/README.md) through every per-step arm at --small:
     the scoped arms reach the kernel double, and their latents match no node's."""
     bench = load("model_steps")
-    args = argparse.Namespace(kernel="double", scope=["min_seq_len=1"], depth="reduced", small=True, steps=2,
-                              warm_steps=1, rounds=1)
+    args = argparse.Namespace(kernel="double", scope=["min_seq_len=1"], arm=[], depth="reduced", small=True,
+                              steps=2, warm_steps=1, rounds=1)
     with registered(session, make_kernel("double", RecordingKernel(), devices=("cpu",))):
-        results = bench.run_model(pack(), model, None, args, CPU, torch.float32)
+        results = bench.run_model(pack(), model, None, bench.chosen_arms(pack(), args), args, CPU, torch.float32)
     for name in ("scope", "always"):
         (counts,) = results[name]["counts"].values()
         assert counts["sage"] > 0 and results[name]["rel_l2"] < 1e-3, (name, counts)
@@ -179,9 +220,10 @@ def test_whole_generations_time_each_arm_after_its_first_and_report_the_measurin
     Status payload gives it, after the first generation and after the next (where it is 0)."""
     bench = load("model_steps")
     kernel = RecordingKernel()
-    args = argparse.Namespace(kernel="double", scope=["min_seq_len=1"], depth="reduced", small=True, whole=2, rounds=1)
+    args = argparse.Namespace(depth="reduced", small=True, whole=2, rounds=1)
     with registered(session, make_kernel("double", kernel, devices=("cpu",))):
-        results = bench.run_whole(pack(), "FLUX.1", None, args, CPU, torch.float32)
+        arms = [bench.parse_arm(pack(), "scope:kernel=double,min_seq_len=1")]
+        results = bench.run_whole(pack(), "FLUX.1", None, arms, args, CPU, torch.float32)
     calls_per_step = 2  # tiny FLUX.1: one double- and one single-stream block
     assert len(kernel.calls) == 2 * args.whole * calls_per_step  # the Scope's first generation and its timed one
     scoped = results["scope"]
