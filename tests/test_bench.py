@@ -49,6 +49,15 @@ def test_every_per_call_arm_does_what_it_is_named_for(session):
         arms["routed"]["ms"] / min(arms["sdpa"]["ms"], arms["double"]["ms"]))
 
 
+def test_pinned_sdpa_gives_what_comfyuis_attention_gives_in_its_layout():
+    """The GPU's sdpa_cudnn/flash/efficient arms: torch SDPA on one backend, (B, N, H*D) out (the CPU has flash)."""
+    from sas_harness.call_arms import comfy_call, inputs
+    bench = load("attention_calls")
+    q, k, v = inputs(1, 2, 256, 77, 64, CPU, torch.float32)
+    torch.testing.assert_close(bench.pinned_sdpa("FLASH_ATTENTION", q, k, v), comfy_call(q, k, v, 2))
+    assert set(bench.PINNED_SDPA.values()) == {"CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION"}
+
+
 def test_the_target_is_judged_where_sdpa_is_gpu_bound():
     bench = load("attention_calls")
     arm = {"rel_l2": 0.0, "cosine": 1.0, "peak_mib": None, "tflops": 1.0}
@@ -193,7 +202,7 @@ def test_the_blind_ceiling_arm_sends_every_long_unmasked_call_to_the_kernel(sess
 
 @pytest.mark.parametrize("model", ["Wan", "Wan 2.2 5B", "HunyuanVideo", "SD3", "Chroma"])
 def test_the_video_and_dit_run_of_the_gpu_issue_runs_small(session, model):
-    """Each model of the GPU run's command (docs/bench/runs/README.md) through every per-step arm at --small:
+    """Each model of the GPU run's command (bench/runs/README.md) through every per-step arm at --small:
     the scoped arms reach the kernel double, and their latents match no node's."""
     bench = load("model_steps")
     args = argparse.Namespace(kernel="double", scope=["min_seq_len=1"], arm=[], depth="reduced", small=True,
