@@ -200,6 +200,16 @@ def routed_vs_best(row: dict):
     return routed / min(sides)
 
 
+def closing_line(rows: list[dict]) -> str:
+    """One line of what the run found: the fastest arm of each shape, and its ms against sdpa's."""
+    fastest = []
+    for row in rows:
+        timed = {name: r["ms"] for name, r in row["arms"].items() if "ms" in r}
+        best = min(timed, key=timed.get)
+        fastest.append(f"{row['shape']} {best} {row['arms']['sdpa']['ms'] / timed[best]:.2f}×")
+    return "fastest (× sdpa): " + "; ".join(fastest)
+
+
 def to_markdown(info: dict, rows: list[dict], remote_label: str | None = None) -> str:
     names = list(dict.fromkeys(n for row in rows for n in row["arms"]))
     libraries = ", ".join(f"{name} {version or '(not installed)'}" for name, version in info["libraries"].items())
@@ -295,6 +305,7 @@ def main(argv=None):
             remote.close()
     table = to_markdown(info, rows, remote.label if remote else None)
     print(table)
+    print(closing_line(rows))
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "attention_calls.md").write_text(table)

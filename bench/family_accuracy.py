@@ -133,6 +133,10 @@ def main(argv=None):
               f"that ran on the kernel compared with fp32 SDPA on the same inputs.")
     table = to_markdown(results, header)
     print(table)
+    judged = [r for r in results if r["worst_cosine"] is not None]
+    worst = min(judged, key=lambda r: r["worst_cosine"]) if judged else None
+    print("no call ran on the kernel" if worst is None else
+          f"worst cosine {worst['worst_cosine']:.5f} ({worst['family']}) over {len(judged)} families")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "family_accuracy.md").write_text(table)

@@ -190,9 +190,9 @@ def run_model(pack, family, size, arms: list[Arm], args, device, dtype, remote=N
                 got, result = runners[name](reference), results[name]
                 result["counts"] = got["counts"]
                 result.setdefault("rel_l2", got.get("rel_l2"))
-                result["step_ms"].append(statistics.mean(got["step_ms"][args.warm_steps:] or got["step_ms"]))
+                result["step_ms"].append(timed_steps_mean(got["step_ms"], args.warm_steps))
                 if got.get("peak_gib") is not None:
-                    result["peak_gib"] = max(result["peak_gib"] or 0.0, got["peak_gib"])
+                    result["peak_gib"] = max(0.0 if result["peak_gib"] is None else result["peak_gib"], got["peak_gib"])
     for result in results.values():
         result["ms_per_step"] = statistics.median(result["step_ms"])
     gens = runners = None  # the arms' models go before the next model is built
@@ -241,7 +241,7 @@ def run_whole(pack, family, size, arms: list[Arm], args, device, dtype) -> dict:
         if gens.scoped(name):
             results[name]["status_first"] = last_ms(pack)
     orders = balanced_orders(names)
-    for index in range(args.rounds or 1):
+    for index in range(1 if args.rounds is None else args.rounds):
         for name in orders[index % len(orders)]:
             _, ms = whole_generation(gens, name, args.whole, device)
             results[name]["ms"].append(ms)
@@ -266,6 +266,17 @@ def calls_cell(result: dict) -> str:
     return cell
 
 
+def timed_steps_mean(step_ms: list[float], warm_steps: int) -> float:
+    """The mean ms of a generation's steps after its ``warm_steps`` (of them all, where it has no more)."""
+    timed = step_ms[warm_steps:]
+    return statistics.mean(timed if timed else step_ms)
+
+
+def status_timing(last_ms: dict | None) -> float | None:
+    """The kernel-timing ms of a Status ``last_ms``, or None where the arm reported none."""
+    return None if last_ms is None else last_ms.get("timing")
+
+
 def ms_cell(ms: float | None) -> str:
     return "–" if ms is None else f"{ms:.0f}"
 
@@ -277,11 +288,11 @@ def whole_markdown(all_results: dict, header: str, steps: int) -> str:
     for label, results in all_results.items():
         base = results[NO_NODE]["whole_ms"]
         for name, r in results.items():
-            timing = (r["status_first"] or {}).get("timing")
+            timing, following = status_timing(r["status_first"]), status_timing(r["status_next"])
             share = "–" if timing is None else f"{timing:.0f} ({100 * timing / r['whole_ms']:.2f}%)"
             lines.append(f"| {label} | {name} | {r['whole_ms'] / 1e3:.2f} | {base / r['whole_ms']:.3f} | "
-                         f"{r['rel_l2']:.5f} | {r['first_ms'] / 1e3:.2f} | {share} | "
-                         f"{ms_cell((r['status_next'] or {}).get('timing'))} | {calls_cell(r)} |")
+                         f"{r['rel_l2']:.5f} | {r['first_ms'] / 1e3:.2f} | {share} | {ms_cell(following)} | "
+                         f"{calls_cell(r)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -299,15 +310,30 @@ def to_markdown(all_results: dict, header: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def closing_line(all_results: dict, key: str) -> str:
+    """One line of what the run found: each arm's speed against no node, model by model."""
+    models = []
+    for label, results in all_results.items():
+        base = results[NO_NODE][key]
+        ratios = ", ".join(f"{name} {base / r[key]:.3f}" for name, r in results.items() if name != NO_NODE)
+        models.append(f"{label}: {ratios}")
+    return "× no node: " + ("; ".join(models) if models else "no model ran")
+
+
 def arms_text(arms: list[Arm]) -> str:
-    return "; ".join(f"{arm.name} ({', '.join(f'{k}={v}' for k, v in arm.inputs.items()) or 'defaults'})"
-                     for arm in arms)
+    """The arms as the table's header names them: each with the inputs it sets, or "defaults"."""
+    described = []
+    for arm in arms:
+        inputs = ", ".join(f"{key}={value}" for key, value in arm.inputs.items())
+        described.append(f"{arm.name} ({inputs if inputs else 'defaults'})")
+    return "; ".join(described)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", action="store_true", help="tiny configs on any device (CI)")
-    parser.add_argument("--family", nargs="*", help="default: FLUX.1 (--small) or every family this ComfyUI has")
+    parser.add_argument("--family", nargs="*", default=[],
+                        help="default: FLUX.1 (--small) or every family this ComfyUI has")
     parser.add_argument("--size", nargs="*", type=int, default=[2048], help="image sizes (families with sizes)")
     parser.add_argument("--depth", default="reduced", help="'full': the released depth; else one or two blocks")
     parser.add_argument("--steps", type=int, default=5)
@@ -328,7 +354,7 @@ def main(argv=None):
     if args.arm and (args.scope or args.kernel != "auto"):
         parser.error("--arm names every input of its arm: --kernel and --scope make the default arms only")
     known_models = {case.family for case in CASES} | set(BENCH_MODELS)
-    unknown = [name for name in args.family or () if name.partition("@")[0] not in known_models]
+    unknown = [name for name in args.family if name.partition("@")[0] not in known_models]
     if unknown:
         parser.error(f"no such model: {', '.join(unknown)}; known: {', '.join(sorted(known_models))}")
     pack = import_pack()
@@ -351,7 +377,9 @@ def main(argv=None):
         parser.error(f"--compare-arms names no arm of this run: {', '.join(sorted(remote_names - set(names)))}")
     remote_arms = [arm for arm in arms if arm.name in remote_names]
     blind_kernel = None if args.arm else args.kernel
-    wanted = args.family or (["FLUX.1"] if args.small else list(dict.fromkeys(c.family for c in CASES)))
+    wanted = args.family
+    if not wanted:
+        wanted = ["FLUX.1"] if args.small else list(dict.fromkeys(c.family for c in CASES))
     remote = harness.Remote(args.compare, "previous") if args.compare else None
     all_results = {}
     try:
@@ -388,6 +416,7 @@ def main(argv=None):
               + f"; Scope arms: {arms_text(arms)}")
     table = whole_markdown(all_results, header, args.whole) if args.whole else to_markdown(all_results, header)
     print(table)
+    print(closing_line(all_results, "whole_ms" if args.whole else "ms_per_step"))
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / ("whole_generations.md" if args.whole else "model_steps.md")).write_text(table)

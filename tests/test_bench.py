@@ -3,19 +3,24 @@ for: on a CPU the named reference double stands in for the kernel."""
 import argparse
 import collections
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
+import tarfile
 
 import pytest
 import torch
 
 from sage_attention_scope.nodes.status import payload
 from sas_harness import ROOT
+from sas_harness.host import comfyui_path
 from sas_harness.arm_orders import balanced_orders
 from sas_harness.doubles import RecordingKernel, make_kernel, registered
 
 CPU = torch.device("cpu")
+NEEDS_GIT = pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(),
+                               reason="needs this tree's git")
 
 
 def load(name: str):
@@ -84,7 +89,7 @@ def _this_tree(tmp_path):
     return tmp_path
 
 
-@pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(), reason="needs this tree's git")
+@NEEDS_GIT
 def test_compare_runs_another_tree_beside_this_one_in_its_own_process(tmp_path):
     bench = load("attention_calls")
     out = tmp_path / "out"
@@ -116,7 +121,7 @@ def test_per_step_arms_run_whole_generations_through_the_scope(session):
     assert "| FLUX.1 | scope |" in bench.to_markdown({"FLUX.1": results}, "header")
 
 
-@pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(), reason="needs this tree's git")
+@NEEDS_GIT
 def test_named_arms_take_turns_beside_the_other_trees_arms_that_it_knows(session, tmp_path):
     """Several --arm arms in one run, and the other tree's copies of them: an arm whose kernel that tree
     does not know (the double lives in this process only) is left out there, saying so; the rest run there."""
@@ -244,3 +249,62 @@ def test_whole_generations_time_each_arm_after_its_first_and_report_the_measurin
     # the command line, as the GPU run gives it (auto: no kernel on a CPU, so the Scope passes calls to SDPA)
     bench.main(["--small", "--whole", "2", "--out", str(tmp_path)])
     assert "whole 2-step euler generations" in (tmp_path / "whole_generations.md").read_text()
+
+
+def gpu_run(*args, tmp):
+    """scripts/gpu_run.py in a process of its own, its temporary folders (and unpacked parts) under ``tmp``."""
+    env = dict(os.environ, COMFYUI_PATH=str(comfyui_path()), TMPDIR=str(tmp))
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_run.py"), *map(str, args)], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def gpu_payload(tmp_path_factory):
+    """A payload without packages (the CPU has them) or a ComfyUI tree ($COMFYUI_PATH's), with this tree's
+    last commit as the tree to compare."""
+    folder = tmp_path_factory.mktemp("payload")
+    made = gpu_run("prepare", "--out", folder, "--no-host-packages", "--compare", "HEAD", tmp=folder)
+    assert made.returncode == 0, made.stderr
+    assert "compare: " in made.stdout and (folder / "compare" / "part.json").is_file()
+    return folder
+
+
+@NEEDS_GIT
+def test_the_gpu_runner_runs_each_part_and_goes_on_past_a_failed_one(gpu_payload, tmp_path):
+    """run on a CPU: the GPU tests (all skipped here), per step at --small beside the compared tree, and a
+    model that does not exist; every part reported, the tables in the summary, the logs in one archive."""
+    out = tmp_path / "out"
+    done = gpu_run("run", "--from", gpu_payload, "--kernels", "none", "--suite", "--steps", "FLUX.1,NoSuchModel",
+                   "--small", "--compare", "--out", out, tmp=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr  # one part failed
+    summary = (out / "gpu-run-summary.md").read_text()
+    assert done.stdout.rstrip().endswith("2 of 3 parts passed.") and summary in done.stdout
+    assert "| none suite | none | COMFYUI_PATH | passed |" in summary
+    assert "| none steps FLUX.1 | none | COMFYUI_PATH | passed |" in summary and "× no node: FLUX.1 (tiny)" in summary
+    assert "| FLUX.1 (tiny) | scope (previous) |" in summary  # the compared tree's arms, from its own process
+    assert "| none steps NoSuchModel | none | COMFYUI_PATH | exit 2 |" in summary and "no such model" in summary
+    with tarfile.open(out / "gpu-run-logs.tar.xz") as logs:
+        names = set(logs.getnames())
+    assert {"logs/machine.txt", "logs/none_suite.log", "logs/none_steps_FLUX.1/model_steps.json"} <= names
+    assert sorted(path.name for path in out.iterdir()) == ["gpu-run-logs.tar.xz", "gpu-run-summary.md"]
+
+
+@NEEDS_GIT
+def test_the_gpu_runner_reuses_a_checked_unpack_and_stops_on_what_it_cannot_run(gpu_payload, tmp_path):
+    out = tmp_path / "out"
+    first = gpu_run("run", "--from", gpu_payload, "--kernels", "none", "--steps", "FLUX.1", "--small", "--compare",
+                    "--deadline", "1", "--out", out, tmp=tmp_path)
+    assert first.returncode == 1 and "compare: unpacked" in first.stdout
+    assert "| none steps FLUX.1 | none | COMFYUI_PATH | not run |" in (out / "gpu-run-summary.md").read_text()
+    again = gpu_run("run", "--from", gpu_payload, "--kernels", "none", "--compare", "--out", out, tmp=tmp_path)
+    assert again.returncode == 0 and "compare: reused" in again.stdout and "0 of 0 parts passed." in again.stdout
+    missing = gpu_run("run", "--from", gpu_payload, "--kernels", "sa2", "--suite", "--out", out, tmp=tmp_path)
+    assert missing.returncode == 2 and "not in" in missing.stderr and "sa2" in missing.stderr
+    wrong = gpu_run("run", "--from", gpu_payload, "--kernels", "sa3", "--suite", "--out", out, tmp=tmp_path)
+    assert wrong.returncode == 2 and "--kernels 'sa3'" in wrong.stderr
+    broken = tmp_path / "broken"
+    shutil.copytree(gpu_payload, broken)
+    with open(broken / "compare" / "compare.tar.xz", "ab") as archive:
+        archive.write(b"!")
+    tampered = gpu_run("run", "--from", broken, "--kernels", "none", "--compare", "--out", out, tmp=tmp_path)
+    assert tampered.returncode == 2 and "is not the archive prepare wrote" in tampered.stderr
