@@ -181,8 +181,12 @@ def prepare(args) -> None:
     if args.compare:
         made.append(compare_part(args.out, args.compare))
     for archive in made:
-        print(f"{archive.parent.name}: {archive.stat().st_size / 2 ** 20:.1f} MiB ({archive})")
-    print(f"in all: {sum(a.stat().st_size for a in made) / 2 ** 20:.1f} MiB in {args.out}")
+        print(f"{archive.parent.name}: {size_text(archive.stat().st_size)} ({archive})")
+    print(f"in all: {size_text(sum(a.stat().st_size for a in made))} in {args.out}")
+
+
+def size_text(size: int) -> str:
+    return f"{size / 2 ** 20:.1f} MiB" if size >= 2 ** 20 else f"{size / 2 ** 10:.0f} KiB"
 
 
 # -- run: the payload -----------------------------------------------------------------------------

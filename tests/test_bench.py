@@ -247,8 +247,11 @@ def test_whole_generations_time_each_arm_after_its_first_and_report_the_measurin
     table = bench.whole_markdown({"FLUX.1": results}, "header", args.whole)
     assert "| FLUX.1 | " in table and "2-step generation" in table
     # the command line, as the GPU run gives it (auto: no kernel on a CPU, so the Scope passes calls to SDPA)
-    bench.main(["--small", "--whole", "2", "--out", str(tmp_path)])
-    assert "whole 2-step euler generations" in (tmp_path / "whole_generations.md").read_text()
+    bench.main(["--small", "--whole", "2", "--arm", "default:", "--arm", "always:min_seq_len=1,routing=always",
+                "--out", str(tmp_path)])
+    table = (tmp_path / "whole_generations.md").read_text()
+    assert "whole 2-step euler generations" in table
+    assert all(f"| FLUX.1 (tiny) | {arm} |" in table for arm in ("no node", "default", "always"))
 
 
 def gpu_run(*args, tmp):
