@@ -1,18 +1,25 @@
-"""Per-call benchmark: PyTorch SDPA, cuDNN-first SDPA, every kernel this machine has, and the Scope
-(routed with its defaults, measured from 1 token, always) side by side in one run, on the
-attention shapes of each supported family.
+"""Per-call benchmark: every way this machine can run an attention call, side by side in one run, on
+the attention shapes of each supported family: ComfyUI's own attention as this host runs it ("sdpa":
+ComfyUI 0.33 puts every call under a flash-first sdpa_kernel priority, comfy/ops.py; 0.3.75 leaves
+torch its own choice), torch SDPA pinned to one backend alone (sdpa_cudnn, sdpa_flash,
+sdpa_efficient: the exact candidates; where the pack has a kernel of that name, its arm), every
+kernel of the pack that binds here (SageAttention 2 or 1, comfy-kitchen INT8: whichever are
+installed), and the Scope (routed with its defaults, measured from 1 token, always). Each arm's
+relative L2 and cosine against fp32 SDPA.
 
-    python bench/attention_calls.py [--small] [--shapes family|sweep|all] [--kernel auto]
-                                    [--compare DIR] [--out docs/bench]
+    python bench/attention_calls.py [--small] [--shapes family|sweep|all] [--only FLUX Wan ...]
+                                    [--kernel auto] [--rounds N] [--compare DIR] [--out DIR]
 
---compare DIR runs the same scoped arms of another tree of the pack (an earlier commit exported
-with ``git archive``) in a process of its own, taking turns with this tree's arms in every round.
---small runs tiny shapes on whatever device is there (the CPU in CI). Writes a markdown table with
-GPU, torch, Triton and kernel versions.
+--only keeps the shapes whose label holds one of the words given. --compare DIR runs the same scoped
+arms of another tree of the pack (an earlier commit exported with ``git archive``) in a process of
+its own, taking turns with this tree's arms in every round. --small runs tiny shapes on whatever
+device is there (the CPU in CI). Writes attention_calls.md / .json under --out (the GPU runs' logs
+are kept under bench/runs/) with GPU, torch, Triton and kernel versions.
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import statistics
@@ -23,6 +30,7 @@ import sas_harness
 sas_harness.boot()
 
 import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 from sas_harness import arms as harness  # noqa: E402
 from sas_harness.arm_orders import balanced_orders  # noqa: E402
@@ -32,7 +40,7 @@ from sas_harness.run import run_kernel  # noqa: E402
 
 # (label, B, H, Nq, Nkv, D): each family's joint or self-attention at 1024² and 2048² (FLUX.1,
 # FLUX.2, Qwen-Image, Z-Image: image tokens + 512/512/256/128 text tokens), LTX video, SDXL's first
-# transformer level and its cross-attention to the 77-token text.
+# transformer level and its cross-attention to the 77-token text, Wan 2.1 14B's self-attention at 832x480x81.
 SHAPES = [
     ("FLUX 1024²", 1, 24, 4608, 4608, 128),
     ("FLUX 2048²", 1, 24, 16896, 16896, 128),
@@ -48,12 +56,16 @@ SHAPES = [
     ("SDXL 2048² level 1", 2, 10, 16384, 16384, 64),
     ("SDXL cross-attn", 2, 10, 4096, 77, 64),
     ("SDXL 2048² cross-attn", 2, 10, 16384, 77, 64),
+    ("Wan 2.1 14B 480p", 1, 40, 32760, 32760, 128),
 ]
 SWEEP = [(f"sweep {n}", 1, 24, n, n, 128) for n in (1024, 2048, 4096, 8192, 12288, 16384, 24576, 32768)]
 SMALL_SHAPES = [("small self-attn", 1, 2, 256, 256, 64), ("small cross-attn", 1, 2, 256, 77, 64)]
 
 WINDOW_MS, MAX_REPEATS = 10.0, 1000  # each arm's calls in a round fill at least this much time
 GPU_BOUND_MS = 1.0  # SDPA at least this long a call: the targets are judged there, host-bound shapes reported
+# torch SDPA pinned to one backend alone, by the names of the pack's exact candidates
+PINNED_SDPA = {"sdpa_cudnn": "CUDNN_ATTENTION", "sdpa_flash": "FLASH_ATTENTION",
+               "sdpa_efficient": "EFFICIENT_ATTENTION"}
 
 
 def versions(pack) -> dict:
@@ -79,6 +91,49 @@ def kernel_arms(pack, device) -> dict:
     return {bound.name: bound for bound in found if bound is not None}
 
 
+def pinned_sdpa(backend: str, q, k, v):
+    """torch SDPA on ``backend`` (an SDPBackend name) alone, (B, N, H*D) out as ComfyUI's attention gives it."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    b, h, nq, d = q.shape
+    with sdpa_kernel([getattr(SDPBackend, backend)]):
+        return F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, nq, h * d)
+
+
+def direct_kernel(bound, q, k, v):
+    """The pack's kernel ``bound`` called directly, (B, N, H*D) out."""
+    b, h, nq, d = q.shape
+    return run_kernel(bound, q, k, v).transpose(1, 2).reshape(b, nq, h * d)
+
+
+def direct_arms(q, k, v, heads, device, kernels: dict) -> dict:
+    """The arms called without the Scope: ComfyUI's attention (bare and through a pass-through override),
+    torch SDPA pinned to each backend on a GPU, and each kernel of ``kernels``."""
+    passthrough = {"optimized_attention_override": lambda func, *a, **kw: func(*a, **kw)}
+    arms = {"sdpa": functools.partial(comfy_call, q, k, v, heads),
+            "pass-through override": functools.partial(comfy_call, q, k, v, heads, passthrough)}
+    if device.type == "cuda":
+        for name, backend in PINNED_SDPA.items():
+            if name not in kernels:  # the pack's own candidate of that name is timed below instead
+                arms[name] = functools.partial(pinned_sdpa, backend, q, k, v)
+    for name, bound in kernels.items():
+        arms[name] = functools.partial(direct_kernel, bound, q, k, v)
+    return arms
+
+
+def timed_arm(fn, device):
+    """A runner of ``fn``: (its output, its median ms over ``repeats`` back-to-back calls)."""
+    def run(repeats: int):
+        return fn(), harness.timed(fn, device, repeats)
+    return run
+
+
+def remote_arm(remote, name: str):
+    """A runner of the other tree's scoped arm ``name``: its ms and accuracy, as that process measured them."""
+    def run(repeats: int):
+        return remote.ask("calls.run", name=name, repeats=repeats)
+    return run
+
+
 def measure(pack, shapes, device, dtype, kernel="auto", rounds=None, remote=None) -> list[dict]:
     """Per shape, every arm once a round, the rounds in balanced orders (each arm in every place and
     after every other equally often), and each arm's median round."""
@@ -88,26 +143,14 @@ def measure(pack, shapes, device, dtype, kernel="auto", rounds=None, remote=None
     for label, b, h, nq, nkv, d in shapes:
         q, k, v = inputs(b, h, nq, nkv, d, device, dtype)
         ref = fp32_reference(q, k, v)
-        arms = {"sdpa": lambda: comfy_call(q, k, v, h)}
-        passthrough = {"optimized_attention_override": lambda func, *a, **kw: func(*a, **kw)}
-        arms["pass-through override"] = lambda: comfy_call(q, k, v, h, passthrough)
-        if device.type == "cuda":
-            from torch.nn.attention import SDPBackend, sdpa_kernel
-
-            def cudnn():
-                with sdpa_kernel([SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]):
-                    return comfy_call(q, k, v, h)
-            arms["cudnn_first"] = cudnn
-        for name, bound in kernels.items():
-            arms[name] = lambda bound=bound: run_kernel(bound, q, k, v).transpose(1, 2).reshape(b, nq, h * d)
-        runners = {name: (lambda fn: lambda n: (fn(), harness.timed(fn, device, n)))(fn) for name, fn in arms.items()}
+        arms = direct_arms(q, k, v, h, device, kernels)
+        runners = {name: timed_arm(fn, device) for name, fn in arms.items()}
         scoped = ScopedCalls(pack, (b, h, nq, nkv, d), dtype, device, kernel)
-        runners.update({name: (lambda name: lambda n: scoped.run(name, n))(name) for name in scoped.patched})
+        runners.update({name: functools.partial(scoped.run, name) for name in scoped.patched})
         if remote is not None:
             for name in remote.ask("calls.setup", dims=[b, h, nq, nkv, d], dtype=str(dtype).split(".")[-1],
                                    kernel=kernel):
-                runners[f"{name} ({remote.label})"] = (lambda name: lambda n: remote.ask("calls.run", name=name,
-                                                                                          repeats=n))(name)
+                runners[f"{name} ({remote.label})"] = remote_arm(remote, name)
         repeats = repeats_for(harness.timed(arms["sdpa"], device))
         row = {"shape": label, "dims": [b, h, nq, nkv, d], "repeats": repeats,
                "routed_kernel": routed_kernel.name if routed_kernel else None,
@@ -157,15 +200,27 @@ def routed_vs_best(row: dict):
     return routed / min(sides)
 
 
+def closing_line(rows: list[dict]) -> str:
+    """One line of what the run found: the fastest arm of each shape, and its ms against sdpa's."""
+    fastest = []
+    for row in rows:
+        timed = {name: r["ms"] for name, r in row["arms"].items() if "ms" in r}
+        best = min(timed, key=timed.get)
+        fastest.append(f"{row['shape']} {best} {row['arms']['sdpa']['ms'] / timed[best]:.2f}×")
+    return "fastest (× sdpa): " + "; ".join(fastest)
+
+
 def to_markdown(info: dict, rows: list[dict], remote_label: str | None = None) -> str:
     names = list(dict.fromkeys(n for row in rows for n in row["arms"]))
     libraries = ", ".join(f"{name} {version or '(not installed)'}" for name, version in info["libraries"].items())
+    rounds = "/".join(str(n) for n in sorted({r["rounds"] for r in rows}))
     head = (f"Device: {info['device']}; ComfyUI {info['comfyui']}; torch {info['torch']}; Triton {info['triton']}; "
-            f"{libraries}. ms per call: the median of back-to-back calls ({harness.REPEATS}, or as many as fill "
-            f"{WINDOW_MS:g} ms) after {harness.WARMUP} warm-ups, one synchronise per arm; the median round of "
-            f"{'/'.join(str(n) for n in sorted({r['rounds'] for r in rows}))}, arms in balanced orders. Cells: ms "
-            f"(× SDPA, rel L2 vs fp32) [fastest-slowest round]. routed ÷ best = routed / min(SDPA, the routed kernel "
-            f"called directly); the target, ≤ 1.05, is judged where SDPA takes ≥ {GPU_BOUND_MS:g} ms.\n\n")
+            f"{libraries}. sdpa: ComfyUI's attention as this host runs it; sdpa_cudnn, sdpa_flash, sdpa_efficient: "
+            f"torch SDPA on that backend alone. ms per call: the median of back-to-back calls ({harness.REPEATS}, "
+            f"or as many as fill {WINDOW_MS:g} ms) after {harness.WARMUP} warm-ups, one synchronise per arm; the "
+            f"median round of {rounds}, arms in balanced orders. Cells: ms (× SDPA, rel L2 vs fp32) "
+            f"[fastest-slowest round]. routed ÷ best = routed / min(SDPA, the routed kernel called directly); the "
+            f"target, ≤ 1.05, is judged where SDPA takes ≥ {GPU_BOUND_MS:g} ms.\n\n")
     lines = ["| shape (B, H, Nq, Nkv, D) | " + " | ".join(names) + " | routed ÷ best |",
              "|---" * (len(names) + 2) + "|"]
     verdicts = []
@@ -225,6 +280,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", action="store_true", help="tiny shapes, any device (CI)")
     parser.add_argument("--shapes", choices=("all", "family", "sweep"), default="family")
+    parser.add_argument("--only", nargs="*", default=[], help="the shapes whose label holds one of these words")
     parser.add_argument("--kernel", default="auto", help="the Scope's kernel input for the scoped arms")
     parser.add_argument("--rounds", type=int, help="rounds (default: one full set of balanced orders)")
     parser.add_argument("--compare", type=Path, help="another tree of the pack, run beside this one")
@@ -237,6 +293,10 @@ def main(argv=None):
     info = versions(pack)
     print(json.dumps(info), flush=True)
     shapes = SMALL_SHAPES if args.small else {"all": SHAPES + SWEEP, "family": SHAPES, "sweep": SWEEP}[args.shapes]
+    if args.only:
+        shapes = [shape for shape in shapes if any(word in shape[0] for word in args.only)]
+        if not shapes:
+            parser.error(f"no shape's label holds {', '.join(args.only)}")
     remote = harness.Remote(args.compare, "previous") if args.compare else None
     try:
         rows = measure(pack, shapes, device, dtype, args.kernel, args.rounds, remote)
@@ -245,6 +305,7 @@ def main(argv=None):
             remote.close()
     table = to_markdown(info, rows, remote.label if remote else None)
     print(table)
+    print(closing_line(rows))
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "attention_calls.md").write_text(table)

@@ -1,9 +1,10 @@
 """Per-family accuracy of the real kernel: each family at its real widths (depth reduced to a
 block or two, random weights, bf16), one sampling step at its usual resolution through the
 Scope with every eligible call on the kernel, and every such call compared with fp32 SDPA on
-the same inputs. Writes docs/bench/family_accuracy.md (GPU, torch, kernel named).
+the same inputs. Writes family_accuracy.md / .json under --out (GPU, torch, kernel named; the GPU
+runs' logs are kept under bench/runs/).
 
-    python bench/family_accuracy.py [--small] [--family ...] [--kernel auto] [--out docs/bench]
+    python bench/family_accuracy.py [--small] [--family ...] [--kernel auto] [--out DIR]
 
 --small runs the tiny test configs on the CPU with the reference double (CI keeps it working).
 """
@@ -132,6 +133,10 @@ def main(argv=None):
               f"that ran on the kernel compared with fp32 SDPA on the same inputs.")
     table = to_markdown(results, header)
     print(table)
+    judged = [r for r in results if r["worst_cosine"] is not None]
+    worst = min(judged, key=lambda r: r["worst_cosine"]) if judged else None
+    print("no call ran on the kernel" if worst is None else
+          f"worst cosine {worst['worst_cosine']:.5f} ({worst['family']}) over {len(judged)} families")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "family_accuracy.md").write_text(table)

@@ -1,8 +1,8 @@
 """The fault matrix: every family's tiny model x every fault injected at the kernel boundary.
-Writes the figures (faults injected, generations completed, wrong outputs, counters) to
-docs/bench/fault_matrix.md. Runs on a CPU in seconds (the test suite runs the same matrix).
+Prints the figures (faults injected, generations completed, wrong outputs, counters) and writes them
+to fault_matrix.md under --out. Runs on a CPU in seconds (the test suite runs the same matrix).
 
-    python bench/fault_matrix.py [--out docs/bench]
+    python bench/fault_matrix.py [--out DIR]
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def _counts(outcome) -> str:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "docs" / "bench")
+    parser.add_argument("--out", type=Path, help="folder for fault_matrix.md")
     args = parser.parse_args(argv)
     outcomes, skipped = [], []
     for case in CASES:
@@ -38,7 +38,7 @@ def main(argv=None):
         model = model_of(case)
         reference = sample_case(model, case, steps=STEPS)
         outcomes += [run(case, fault, model, reference) for fault in FAULTS]
-    injected = sum(o.counters.get("faults", {}) and sum(o.counters["faults"].values()) or 0 for o in outcomes)
+    injected = sum(sum(o.counters.get("faults", {}).values()) for o in outcomes)
     completed = sum(o.completed for o in outcomes)
     wrong = sum(not o.within_tolerance for o in outcomes)
     miscounted = sum(not o.counted_as_expected for o in outcomes)
@@ -60,8 +60,11 @@ def main(argv=None):
     for o in outcomes:
         lines.append(f"| {o.family} | {o.fault} | {'yes' if o.completed else 'NO'} | "
                      f"{'yes' if o.within_tolerance else 'NO'} | {_counts(o)} | {len(o.warnings)} |")
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "fault_matrix.md").write_text("\n".join(lines) + "\n")
+    table = "\n".join(lines) + "\n"
+    print(table)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "fault_matrix.md").write_text(table)
     return outcomes
 
 

@@ -6,8 +6,9 @@ one thread.
 
     python bench/router_cost.py [--compare DIR] [--runs 3]
 
---compare DIR runs an earlier tree of the pack (``git archive`` of a commit) the same way, in turns
-with this one, each in a process of its own (``SAS_PACK_ROOT``), and prints both."""
+Each tree is measured in a process of its own (``--child``), which imports the harness as the suite does
+(this tree's tests/ on its path) and the pack from ``SAS_PACK_ROOT``. --compare DIR runs an earlier tree
+of the pack (``git archive`` of a commit) the same way, in turns with this one, and prints both."""
 import argparse
 import importlib
 import json
@@ -18,95 +19,114 @@ import sys
 import time
 from pathlib import Path
 
-TESTS = Path(__file__).resolve().parents[1] / "tests"
-if __name__ == "__main__" and "--child" not in sys.argv:
+ROOT = Path(__file__).resolve().parents[1]
+N, ROUNDS = 4000, 15
+COLUMNS = ("router on a declined call", "router on a call measured slower", "router on a kernel call",
+           "declined: bare SDPA")
+
+
+def measured_in_child(tree: Path) -> dict:
+    """One child process's figures for the pack tree ``tree``."""
+    env = dict(os.environ, SAS_PACK_ROOT=str(tree.resolve()),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")])))
+    out = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--compare", type=Path, help="an earlier tree of the pack")
     parser.add_argument("--runs", type=int, default=3, help="processes per tree, in turns")
-    args = parser.parse_args()
-    trees = {"this tree": Path(__file__).resolve().parents[1], **({"previous": args.compare} if args.compare else {})}
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(measure()))
+        return
+    trees = {"this tree": ROOT}
+    if args.compare:
+        trees["previous"] = args.compare
     results = {name: [] for name in trees}
     for _ in range(args.runs):
         for name, tree in trees.items():
-            env = dict(os.environ, SAS_PACK_ROOT=str(tree.resolve()), PYTHONPATH=str(TESTS))
-            out = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True,
-                                 check=True).stdout.strip().splitlines()[-1]
-            results[name].append(json.loads(out))
-    columns = ("router on a declined call", "router on a call measured slower", "router on a kernel call",
-               "declined: bare SDPA")
+            results[name].append(measured_in_child(tree))
     print("| tree | router on a call too short (us) | router on a call measured slower (us) | router on a kernel call "
           "(us) | bare SDPA call (us) |")
     print("|---|---|---|---|---|")
     for name, runs in results.items():
-        cells = [statistics.median(r.get(key, float("nan")) for r in runs) for key in columns]
+        cells = [statistics.median(r.get(key, float("nan")) for r in runs) for key in COLUMNS]
         print(f"| {name} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
-    sys.exit(0)
-
-sys.path.insert(0, str(TESTS))
-import sas_harness  # noqa: E402
-sas_harness.boot()
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from sas_harness.host import import_pack  # noqa: E402
-
-pack = import_pack()
-from sas_harness.doubles import make_kernel, reference_attention  # noqa: E402
-from sas_harness.models import tiny_flux  # noqa: E402
-
-P = pack.patches
-session = P.Session(store=None)
-getattr(session, "knowledge", session).add_backend(make_kernel("double", reference_attention))
 
 
-def router_for(**settings):
+# -- the child: one tree's figures ------------------------------------------------------------
+
+def router_for(pack, session, **settings):
+    """A router of a tiny FLUX.1 scoped with ``settings`` on the kernel double, inside a generation."""
+    from sas_harness.models import tiny_flux
+    patches = pack.patches
     settings = {"kernel": "double", "first_call_check": False, "routing": "always", **settings}
-    model = P.apply_scope(tiny_flux(), P.Settings(**settings), session)
-    router = P.router_of(model)
-    if hasattr(P, "generation"):
-        generation = P.generation.Generation("bench", None)
-    else:
+    model = patches.apply_scope(tiny_flux(), patches.Settings(**settings), session)
+    router = patches.router_of(model)
+    if hasattr(patches, "generation"):
+        generation = patches.generation.Generation("bench", None)
+    else:  # before patches/generation.py
         generation = importlib.import_module(pack.__name__ + ".patches.session").Generation(session, "bench", None)
     router.local.generation = generation
     return router
 
 
 def sdpa(q, k, v, heads, **kwargs):
+    import torch.nn.functional as F
     qh, kh, vh = (t.unflatten(-1, (heads, -1)).transpose(1, 2) for t in (q, k, v))
     return F.scaled_dot_product_attention(qh, kh, vh).transpose(1, 2).flatten(-2)
 
 
-def measured_slower(router, q, k, v, heads):
+def measured_slower(pack, router, q, k, v, heads):
     """``router`` (measured routing) with the calls' shape bucket decided for SDPA, as a timing would."""
     decide = importlib.import_module(pack.__name__ + ".patches.decide")
     timing = importlib.import_module(pack.__name__ + ".patches.timing")
-    call = P.call.Call.from_comfy((q, k, v, heads), {})
+    call = pack.patches.call.Call.from_comfy((q, k, v, heads), {})
     key = decide.bucket_key(call, router.session.use_kernel("double", "cpu").bound.backend)
     router.session.knowledge.record_decision(timing.Decision(key, 2.0, 1.0))
     return router
 
 
-q, k, v = (torch.randn(1, 64, 2 * 64) for _ in range(3))
-declining, taking = router_for(min_seq_len=100_000), router_for(min_seq_len=1)
-slower = measured_slower(router_for(min_seq_len=1, routing="measured"), q, k, v, 2)
-hnd = tuple(t.unflatten(-1, (2, -1)).transpose(1, 2) for t in (q, k, v))
-arms = {"declined: bare SDPA": lambda: sdpa(q, k, v, 2),
-        "declined: through the router": lambda: declining(sdpa, q, k, v, 2),
-        "measured slower: through the router": lambda: slower(sdpa, q, k, v, 2),
-        "kernel: bare double": lambda: reference_attention(*hnd),
-        "kernel: through the router": lambda: taking(sdpa, q, k, v, 2)}
-torch.set_num_threads(1)
-N, ROUNDS = 4000, 15
-times = {name: [] for name in arms}
-for _ in range(ROUNDS):
-    for name, fn in arms.items():
-        for _ in range(50):
-            fn()
-        start = time.perf_counter()
-        for _ in range(N):
-            fn()
-        times[name].append((time.perf_counter() - start) / N * 1e6)
-us = {name: statistics.median(t) for name, t in times.items()}
-bare_sdpa = us["declined: bare SDPA"]
-print(json.dumps({**us, "router on a declined call": us["declined: through the router"] - bare_sdpa,
-                  "router on a call measured slower": us["measured slower: through the router"] - bare_sdpa,
-                  "router on a kernel call": us["kernel: through the router"] - us["kernel: bare double"]}))
+def measure() -> dict:
+    """Microseconds per call of each arm, and the router's part of each (this process's pack tree)."""
+    import sas_harness
+    sas_harness.boot()
+    import torch
+
+    from sas_harness.doubles import make_kernel, reference_attention
+    from sas_harness.host import import_pack
+
+    pack = import_pack()
+    session = pack.patches.Session(store=None)
+    getattr(session, "knowledge", session).add_backend(make_kernel("double", reference_attention))
+    q, k, v = (torch.randn(1, 64, 2 * 64) for _ in range(3))
+    declining, taking = router_for(pack, session, min_seq_len=100_000), router_for(pack, session, min_seq_len=1)
+    slower = measured_slower(pack, router_for(pack, session, min_seq_len=1, routing="measured"), q, k, v, 2)
+    hnd = tuple(t.unflatten(-1, (2, -1)).transpose(1, 2) for t in (q, k, v))
+    arms = {"declined: bare SDPA": lambda: sdpa(q, k, v, 2),
+            "declined: through the router": lambda: declining(sdpa, q, k, v, 2),
+            "measured slower: through the router": lambda: slower(sdpa, q, k, v, 2),
+            "kernel: bare double": lambda: reference_attention(*hnd),
+            "kernel: through the router": lambda: taking(sdpa, q, k, v, 2)}
+    torch.set_num_threads(1)
+    times = {name: [] for name in arms}
+    for _ in range(ROUNDS):
+        for name, fn in arms.items():
+            for _ in range(50):
+                fn()
+            start = time.perf_counter()
+            for _ in range(N):
+                fn()
+            times[name].append((time.perf_counter() - start) / N * 1e6)
+    us = {name: statistics.median(t) for name, t in times.items()}
+    bare_sdpa = us["declined: bare SDPA"]
+    return {**us, "router on a declined call": us["declined: through the router"] - bare_sdpa,
+            "router on a call measured slower": us["measured slower: through the router"] - bare_sdpa,
+            "router on a kernel call": us["kernel: through the router"] - us["kernel: bare double"]}
+
+
+if __name__ == "__main__":
+    main()

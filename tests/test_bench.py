@@ -3,19 +3,24 @@ for: on a CPU the named reference double stands in for the kernel."""
 import argparse
 import collections
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
+import tarfile
 
 import pytest
 import torch
 
 from sage_attention_scope.nodes.status import payload
 from sas_harness import ROOT
+from sas_harness.host import comfyui_path
 from sas_harness.arm_orders import balanced_orders
 from sas_harness.doubles import RecordingKernel, make_kernel, registered
 
 CPU = torch.device("cpu")
+NEEDS_GIT = pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(),
+                               reason="needs this tree's git")
 
 
 def load(name: str):
@@ -49,6 +54,15 @@ def test_every_per_call_arm_does_what_it_is_named_for(session):
         arms["routed"]["ms"] / min(arms["sdpa"]["ms"], arms["double"]["ms"]))
 
 
+def test_pinned_sdpa_gives_what_comfyuis_attention_gives_in_its_layout():
+    """The GPU's sdpa_cudnn/flash/efficient arms: torch SDPA on one backend, (B, N, H*D) out (the CPU has flash)."""
+    from sas_harness.call_arms import comfy_call, inputs
+    bench = load("attention_calls")
+    q, k, v = inputs(1, 2, 256, 77, 64, CPU, torch.float32)
+    torch.testing.assert_close(bench.pinned_sdpa("FLASH_ATTENTION", q, k, v), comfy_call(q, k, v, 2))
+    assert set(bench.PINNED_SDPA.values()) == {"CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION"}
+
+
 def test_the_target_is_judged_where_sdpa_is_gpu_bound():
     bench = load("attention_calls")
     arm = {"rel_l2": 0.0, "cosine": 1.0, "peak_mib": None, "tflops": 1.0}
@@ -75,7 +89,7 @@ def _this_tree(tmp_path):
     return tmp_path
 
 
-@pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(), reason="needs this tree's git")
+@NEEDS_GIT
 def test_compare_runs_another_tree_beside_this_one_in_its_own_process(tmp_path):
     bench = load("attention_calls")
     out = tmp_path / "out"
@@ -90,10 +104,12 @@ def test_compare_runs_another_tree_beside_this_one_in_its_own_process(tmp_path):
 def test_per_step_arms_run_whole_generations_through_the_scope(session):
     bench = load("model_steps")
     kernel = RecordingKernel()
-    args = argparse.Namespace(kernel="double", scope=["min_seq_len=1"], depth="reduced", small=True, steps=2,
-                              warm_steps=1, rounds=2)
+    args = argparse.Namespace(kernel="double", scope=["min_seq_len=1"], arm=[], depth="reduced", small=True,
+                              steps=2, warm_steps=1, rounds=2)
     with registered(session, make_kernel("double", kernel, devices=("cpu",))):
-        results = bench.run_model(pack(), "FLUX.1", None, args, CPU, torch.float32)
+        arms = bench.chosen_arms(pack(), args)
+        results = bench.run_model(pack(), "FLUX.1", None, arms, args, CPU, torch.float32, blind_kernel="double")
+    assert arms[0] == ("scope", {"kernel": "double", "min_seq_len": 1})  # typed as the node takes it
     assert set(results) == {"no node", "scope", "always"}  # no blind arm without a CUDA kernel
     calls_per_step = 2  # tiny FLUX.1: one double- and one single-stream block
     for name in ("scope", "always"):
@@ -103,6 +119,45 @@ def test_per_step_arms_run_whole_generations_through_the_scope(session):
     # a warm-up generation, then two rounds, for the two scoped arms
     assert len(kernel.calls) == 2 * (1 + args.rounds) * args.steps * calls_per_step
     assert "| FLUX.1 | scope |" in bench.to_markdown({"FLUX.1": results}, "header")
+
+
+@NEEDS_GIT
+def test_named_arms_take_turns_beside_the_other_trees_arms_that_it_knows(session, tmp_path):
+    """Several --arm arms in one run, and the other tree's copies of them: an arm whose kernel that tree
+    does not know (the double lives in this process only) is left out there, saying so; the rest run there."""
+    from sas_harness.arms import Remote
+    bench = load("model_steps")
+    kernel = RecordingKernel()
+    args = argparse.Namespace(depth="reduced", small=True, steps=2, warm_steps=1, rounds=2)
+    remote = Remote(_this_tree(tmp_path / "tree"), "previous")
+    try:
+        with registered(session, make_kernel("double", kernel, devices=("cpu",))):
+            arms = [bench.parse_arm(pack(), text)
+                    for text in ("default:", "forced:kernel=double,min_seq_len=1,routing=always")]
+            results = bench.run_model(pack(), "FLUX.1", None, arms, args, CPU, torch.float32, remote, arms)
+    finally:
+        remote.close()
+    assert set(results) == {"no node", "default", "forced", "default (previous)"}
+    # on a CPU, auto finds no kernel and the node passes the model through: no counters of its own
+    assert results["forced"]["counts"]["cpu"]["sage"] > 0 and results["default"]["counts"] == {}
+    assert results["forced"]["first_timing_ms"] == 0.0  # Status's figure: routing always times nothing
+    assert all(len(r["step_ms"]) == 2 and r["rel_l2"] < 1e-3 for r in results.values())
+    table = bench.to_markdown({"FLUX.1": results}, "header")
+    assert "| FLUX.1 | default (previous) |" in table and "| FLUX.1 | forced |" in table
+
+
+@pytest.mark.parametrize("arm, says", [
+    ("x:kernel=sdpa_nowhere", "arm x: kernel 'sdpa_nowhere' is unknown"),
+    ("x:speed=3", "'speed=3' is not INPUT=VALUE for one of the Scope's inputs"),
+    ("x:routing=sometimes", "arm x: routing 'sometimes' is not one of measured, always"),
+    ("x:min_seq_len=many", "min_seq_len takes a int, got 'many'"),
+    ("nameless", "write NAME:INPUT=VALUE"),
+])
+def test_an_arm_the_pack_would_not_take_stops_the_run_before_any_model_is_built(capsys, arm, says):
+    bench = load("model_steps")
+    with pytest.raises(SystemExit) as stopped:
+        bench.main(["--small", "--arm", "fine:", "--arm", arm])
+    assert stopped.value.code == 2 and says in capsys.readouterr().err
 
 
 def test_fault_matrix_writes_its_figures(tmp_path):
@@ -152,13 +207,13 @@ def test_the_blind_ceiling_arm_sends_every_long_unmasked_call_to_the_kernel(sess
 
 @pytest.mark.parametrize("model", ["Wan", "Wan 2.2 5B", "HunyuanVideo", "SD3", "Chroma"])
 def test_the_video_and_dit_run_of_the_gpu_issue_runs_small(session, model):
-    """Each model of the GPU run's command (docs/bench/runs/README.md) through every per-step arm at --small:
+    """Each model of the GPU run's command (bench/runs/README.md) through every per-step arm at --small:
     the scoped arms reach the kernel double, and their latents match no node's."""
     bench = load("model_steps")
-    args = argparse.Namespace(kernel="double", scope=["min_seq_len=1"], depth="reduced", small=True, steps=2,
-                              warm_steps=1, rounds=1)
+    args = argparse.Namespace(kernel="double", scope=["min_seq_len=1"], arm=[], depth="reduced", small=True,
+                              steps=2, warm_steps=1, rounds=1)
     with registered(session, make_kernel("double", RecordingKernel(), devices=("cpu",))):
-        results = bench.run_model(pack(), model, None, args, CPU, torch.float32)
+        results = bench.run_model(pack(), model, None, bench.chosen_arms(pack(), args), args, CPU, torch.float32)
     for name in ("scope", "always"):
         (counts,) = results[name]["counts"].values()
         assert counts["sage"] > 0 and results[name]["rel_l2"] < 1e-3, (name, counts)
@@ -179,9 +234,10 @@ def test_whole_generations_time_each_arm_after_its_first_and_report_the_measurin
     Status payload gives it, after the first generation and after the next (where it is 0)."""
     bench = load("model_steps")
     kernel = RecordingKernel()
-    args = argparse.Namespace(kernel="double", scope=["min_seq_len=1"], depth="reduced", small=True, whole=2, rounds=1)
+    args = argparse.Namespace(depth="reduced", small=True, whole=2, rounds=1)
     with registered(session, make_kernel("double", kernel, devices=("cpu",))):
-        results = bench.run_whole(pack(), "FLUX.1", None, args, CPU, torch.float32)
+        arms = [bench.parse_arm(pack(), "scope:kernel=double,min_seq_len=1")]
+        results = bench.run_whole(pack(), "FLUX.1", None, arms, args, CPU, torch.float32)
     calls_per_step = 2  # tiny FLUX.1: one double- and one single-stream block
     assert len(kernel.calls) == 2 * args.whole * calls_per_step  # the Scope's first generation and its timed one
     scoped = results["scope"]
@@ -191,5 +247,67 @@ def test_whole_generations_time_each_arm_after_its_first_and_report_the_measurin
     table = bench.whole_markdown({"FLUX.1": results}, "header", args.whole)
     assert "| FLUX.1 | " in table and "2-step generation" in table
     # the command line, as the GPU run gives it (auto: no kernel on a CPU, so the Scope passes calls to SDPA)
-    bench.main(["--small", "--whole", "2", "--out", str(tmp_path)])
-    assert "whole 2-step euler generations" in (tmp_path / "whole_generations.md").read_text()
+    bench.main(["--small", "--whole", "2", "--arm", "default:", "--arm", "always:min_seq_len=1,routing=always",
+                "--out", str(tmp_path)])
+    table = (tmp_path / "whole_generations.md").read_text()
+    assert "whole 2-step euler generations" in table
+    assert all(f"| FLUX.1 (tiny) | {arm} |" in table for arm in ("no node", "default", "always"))
+
+
+def gpu_run(*args, tmp):
+    """scripts/gpu_run.py in a process of its own, its temporary folders (and unpacked parts) under ``tmp``."""
+    env = dict(os.environ, COMFYUI_PATH=str(comfyui_path()), TMPDIR=str(tmp))
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_run.py"), *map(str, args)], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def gpu_payload(tmp_path_factory):
+    """A payload without packages (the CPU has them) or a ComfyUI tree ($COMFYUI_PATH's), with this tree's
+    last commit as the tree to compare."""
+    folder = tmp_path_factory.mktemp("payload")
+    made = gpu_run("prepare", "--out", folder, "--no-host-packages", "--compare", "HEAD", tmp=folder)
+    assert made.returncode == 0, made.stderr
+    assert "compare: " in made.stdout and (folder / "compare" / "part.json").is_file()
+    return folder
+
+
+@NEEDS_GIT
+def test_the_gpu_runner_runs_each_part_and_goes_on_past_a_failed_one(gpu_payload, tmp_path):
+    """run on a CPU: the GPU tests (all skipped here), per step at --small beside the compared tree, and a
+    model that does not exist; every part reported, the tables in the summary, the logs in one archive."""
+    out = tmp_path / "out"
+    done = gpu_run("run", "--from", gpu_payload, "--kernels", "none", "--suite", "--steps", "FLUX.1,NoSuchModel",
+                   "--small", "--compare", "--out", out, tmp=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr  # one part failed
+    summary = (out / "gpu-run-summary.md").read_text()
+    assert done.stdout.rstrip().endswith("2 of 3 parts passed.") and summary in done.stdout
+    assert "| none suite | none | COMFYUI_PATH | passed |" in summary
+    assert "| none steps FLUX.1 | none | COMFYUI_PATH | passed |" in summary and "× no node: FLUX.1 (tiny)" in summary
+    assert "| FLUX.1 (tiny) | scope (previous) |" in summary  # the compared tree's arms, from its own process
+    assert "| none steps NoSuchModel | none | COMFYUI_PATH | exit 2 |" in summary and "no such model" in summary
+    with tarfile.open(out / "gpu-run-logs.tar.xz") as logs:
+        names = set(logs.getnames())
+    assert {"logs/machine.txt", "logs/none_suite.log", "logs/none_steps_FLUX.1/model_steps.json"} <= names
+    assert sorted(path.name for path in out.iterdir()) == ["gpu-run-logs.tar.xz", "gpu-run-summary.md"]
+
+
+@NEEDS_GIT
+def test_the_gpu_runner_reuses_a_checked_unpack_and_stops_on_what_it_cannot_run(gpu_payload, tmp_path):
+    out = tmp_path / "out"
+    first = gpu_run("run", "--from", gpu_payload, "--kernels", "none", "--steps", "FLUX.1", "--small", "--compare",
+                    "--deadline", "1", "--out", out, tmp=tmp_path)
+    assert first.returncode == 1 and "compare: unpacked" in first.stdout
+    assert "| none steps FLUX.1 | none | COMFYUI_PATH | not run |" in (out / "gpu-run-summary.md").read_text()
+    again = gpu_run("run", "--from", gpu_payload, "--kernels", "none", "--compare", "--out", out, tmp=tmp_path)
+    assert again.returncode == 0 and "compare: reused" in again.stdout and "0 of 0 parts passed." in again.stdout
+    missing = gpu_run("run", "--from", gpu_payload, "--kernels", "sa2", "--suite", "--out", out, tmp=tmp_path)
+    assert missing.returncode == 2 and "not in" in missing.stderr and "sa2" in missing.stderr
+    wrong = gpu_run("run", "--from", gpu_payload, "--kernels", "sa3", "--suite", "--out", out, tmp=tmp_path)
+    assert wrong.returncode == 2 and "--kernels 'sa3'" in wrong.stderr
+    broken = tmp_path / "broken"
+    shutil.copytree(gpu_payload, broken)
+    with open(broken / "compare" / "compare.tar.xz", "ab") as archive:
+        archive.write(b"!")
+    tampered = gpu_run("run", "--from", broken, "--kernels", "none", "--compare", "--out", out, tmp=tmp_path)
+    assert tampered.returncode == 2 and "is not the archive prepare wrote" in tampered.stderr

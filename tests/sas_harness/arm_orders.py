@@ -2,7 +2,7 @@
 
 Where an arm stands in a round matters on the H200: the call after a slow kernel arm ran up to
 7% faster than the same call elsewhere (8k tokens, SDPA both times;
-docs/bench/runs/2026-12-04-h200-gpu-runs.md, run 28),
+bench/runs/2026-12-04-h200-gpu-runs.md, run 28),
 so a fixed order, or one reversed every other round, gives one arm a lasting edge. A balanced
 Latin square (Williams design) puts every arm in every place once and, for an even number of
 arms, right after every other arm once; an odd number takes each order and its reverse.

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import torch
 
@@ -55,12 +55,90 @@ def start_fresh(pack) -> None:
         patches.timing.use_store(None)
 
 
+def scope_inputs_of(pack) -> dict[str, list]:
+    """The Scope node's inputs other than the model: name -> [type, options], as ComfyUI describes them."""
+    required = pack.nodes.scope.SageAttentionScope.GET_NODE_INFO_V1()["input"]["required"]
+    return {name: spec for name, spec in required.items() if name != "model"}
+
+
 def scope(pack, model, **inputs):
     """``model`` through the pack's Scope node with ``inputs`` (the others at their defaults)."""
-    node = pack.nodes.scope.SageAttentionScope
-    defaults = {name: spec[1].get("default") for name, spec in node.GET_NODE_INFO_V1()["input"]["required"].items()
-                if name != "model"}
-    return node.execute(model=model, **{**defaults, **inputs}).result[0]
+    defaults = {name: spec[1].get("default") for name, spec in scope_inputs_of(pack).items()}
+    return pack.nodes.scope.SageAttentionScope.execute(model=model, **{**defaults, **inputs}).result[0]
+
+
+class Arm(NamedTuple):
+    """A benchmark arm through the Scope: its name and the node's inputs it sets (the rest at their defaults)."""
+    name: str
+    inputs: dict
+
+
+def parse_arm(pack, text: str) -> Arm:
+    """``NAME:INPUT=VALUE,INPUT=VALUE`` (``NAME:`` alone: the node's defaults) -> an Arm, each value typed
+    as the Scope node's input takes it. ValueError, saying what is wrong, for an input the node lacks or
+    a value of the wrong type."""
+    name, colon, pairs = text.partition(":")
+    if not colon or not name:
+        raise ValueError(f"arm {text!r}: write NAME:INPUT=VALUE,... (NAME: alone for the Scope's defaults)")
+    known = scope_inputs_of(pack)
+    inputs = {}
+    for pair in filter(None, pairs.split(",")):
+        key, equals, value = pair.partition("=")
+        if not equals or key not in known:
+            raise ValueError(f"arm {name}: {pair!r} is not INPUT=VALUE for one of the Scope's inputs "
+                             f"({', '.join(known)})")
+        inputs[key] = typed_value(key, known[key][0], value)
+    return Arm(name, inputs)
+
+
+def typed_value(key: str, input_type: str, value: str):
+    """``value`` (text) as an input of ComfyUI type ``input_type`` takes it."""
+    if input_type == "BOOLEAN":
+        if value.lower() not in ("true", "false"):
+            raise ValueError(f"{key} takes true or false, got {value!r}")
+        return value.lower() == "true"
+    try:
+        if input_type == "INT":
+            return int(value)
+        if input_type == "FLOAT":
+            return float(value)
+    except ValueError:
+        raise ValueError(f"{key} takes a {input_type.lower()}, got {value!r}") from None
+    return value
+
+
+def arm_problems(pack, arm: Arm) -> list[str]:
+    """What this tree of the pack would not take in ``arm``: an input its Scope node lacks, an option its
+    combo does not offer, a kernel it does not know (the node's own check); empty where it takes them all."""
+    known = scope_inputs_of(pack)
+    problems = [f"the Scope has no input {key!r}" for key in arm.inputs if key not in known]
+    for key, value in arm.inputs.items():
+        spec = known.get(key)
+        if key == "kernel":  # the combo offers only what binds on this machine's GPUs: the node checks names
+            verdict = pack.nodes.scope.SageAttentionScope.validate_inputs(kernel=value)
+            if verdict is not True:
+                problems.append(str(verdict))
+        elif spec is not None and spec[0] == "COMBO" and value not in spec[1].get("options", ()):
+            problems.append(f"{key} {value!r} is not one of {', '.join(spec[1].get('options', ()))}")
+    return [f"arm {arm.name}: {problem}" for problem in problems]
+
+
+def unbound_kernel(pack, arm: Arm, device) -> str | None:
+    """Why ``arm``'s kernel cannot run on ``device`` (the node would fall back to auto), or None."""
+    choice = arm.inputs.get("kernel", "auto")
+    knowledge = getattr(getattr(pack.nodes, "SESSION", None), "knowledge", None)
+    if choice == "auto" or knowledge is None:  # a tree before Knowledge: its node falls back and logs it
+        return None
+    resolution = knowledge.kernel(choice, device)
+    if resolution.bound is not None:
+        return None
+    return f"arm {arm.name}: kernel {choice} cannot run here: {resolution.why}"
+
+
+def wrapped(patched) -> bool:
+    """Whether the Scope node wrapped ``patched`` (it passes a model it cannot scope through unchanged)."""
+    import comfy.patcher_extension as ext
+    return bool(patched.get_wrappers(ext.WrappersMP.OUTER_SAMPLE, WRAPPER_KEY))
 
 
 def in_scope(patched, fn):
@@ -69,6 +147,14 @@ def in_scope(patched, fn):
     import comfy.patcher_extension as ext
     wrappers = patched.get_wrappers(ext.WrappersMP.OUTER_SAMPLE, WRAPPER_KEY)
     return wrappers[0](fn) if wrappers else fn()
+
+
+def kernel_timing_ms(pack) -> float | None:
+    """The ms the Scope spent timing kernels in the last generation, as its Status payload reports it
+    (None for a tree whose payload does not say)."""
+    session = getattr(pack.nodes, "SESSION", None)
+    last = pack.nodes.status.payload(session).get("last_ms") if session is not None else None
+    return None if last is None else last.get("timing")
 
 
 def counts(pack) -> dict:

@@ -1,6 +1,6 @@
 """Faults injected through the kernel boundary, for every family: each generation must complete,
 its output within SDPA tolerance of the fault-free run, its counters saying what happened.
-Shared by tests/test_fault_matrix.py and bench/fault_matrix.py (which writes docs/)."""
+Shared by tests/test_fault_matrix.py and bench/fault_matrix.py (which prints them)."""
 from __future__ import annotations
 
 import dataclasses

@@ -7,7 +7,7 @@ import time
 
 import torch
 
-from .arms import counts, scope
+from .arms import Arm, arm_problems, counts, kernel_timing_ms, scope, unbound_kernel, wrapped
 from .families import bench_model
 from .models import flat_latent, sample
 
@@ -31,6 +31,11 @@ class Generations:
                      callback=lambda *args: marks.append(self._now()))
         return flat_latent(out).float(), [(b - a) * 1e3 for a, b in zip(marks, marks[1:])]
 
+    def scoped(self, name: str) -> bool:
+        """Whether arm ``name`` runs through the Scope (not no node, nor a model the node passed through):
+        the session's counters and timing then tell of its generations."""
+        return self.arms[name] is not self.arms.get("no node") and wrapped(self.arms[name])
+
     def _now(self) -> float:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
@@ -46,16 +51,29 @@ def remote_handlers(pack) -> dict:
     state = {}
 
     def setup(family, size, depth, small, dtype, arms):
+        """Builds the model and the arms this tree takes; says which it leaves out and why."""
         state.pop("gens", None)
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
         device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
-        state["gens"] = Generations(pack, family, size, depth, small, getattr(torch, dtype), device, arms)
-        return list(arms)
+        kept, skipped = {}, []
+        for name, inputs in arms.items():
+            arm = Arm(name, inputs)
+            problems = arm_problems(pack, arm)
+            if not problems and unbound_kernel(pack, arm, device) is not None:
+                problems.append(unbound_kernel(pack, arm, device))
+            if problems:
+                skipped += [f"{problem} (the other tree); left out there" for problem in problems]
+            else:
+                kept[name] = inputs
+        state["gens"] = Generations(pack, family, size, depth, small, getattr(torch, dtype), device, kept)
+        return {"arms": list(kept), "skipped": skipped}
 
     def run(name, steps, reference=None):
         latent, step_ms = state["gens"].run(name, steps)
-        result = {"step_ms": step_ms, "counts": counts(pack)}
+        result = {"step_ms": step_ms, "counts": {}, "timing_ms": None}
+        if state["gens"].scoped(name):
+            result.update(counts=counts(pack), timing_ms=kernel_timing_ms(pack))
         if reference:
             result["rel_l2"] = rel_l2(latent, torch.load(reference).to(latent.device))
         return result

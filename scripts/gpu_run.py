@@ -1,0 +1,587 @@
+"""The pack's GPU tests and benchmarks on a machine without network, from a payload made where there is one.
+
+Here, with network (the Python that runs this needs pip; the payload is for the GPU machine's Python):
+
+    python scripts/gpu_run.py prepare --out .device --comfyui .comfyui/comfyui-0.33 \\
+        --sageattention-wheel PATH/sageattention-2.2.0-cp312-cp312-linux_x86_64.whl --kitchen 0.2.40 --compare main
+
+fills .device/ (git-ignored) with one folder per part and prints each part's size. Parts: base (what
+ComfyUI imports that a bare GPU image lacks: PyAV, torchsde, trampoline, comfy-aimdo, blake3,
+simpleeval), sa1 (sageattention 1.0.6), sa2 (the SageAttention 2 wheel given), kitchen (comfy-kitchen
+VERSION without its ROCm backend), comfyui-VERSION (each --comfyui tree) and compare (``git archive
+REV`` of this repository). Each folder holds one xz archive and its part.json: take to the GPU machine
+only the parts a run needs.
+
+There, from this repository's root, with the parts in .device/:
+
+    python3 scripts/gpu_run.py run --from .device --kernels sa2,sa1 --suite --per-call --compare \\
+        --steps "FLUX.1@1024,Wan" --whole "SDXL@1024" --deadline 560 --out OUT
+
+unpacks the parts into a temporary folder (an earlier run's unpack of the same part is reused, checked
+first), then, on each ComfyUI carried (or picked with --comfyui VERSION,...; none carried:
+$COMFYUI_PATH) and for each kernel set of --kernels (sa2, sa1, kitchen, none; libraries that share a
+process joined with +, e.g. sa2+kitchen), runs the parts asked for: the GPU tests (--suite), the
+per-call comparison (--per-call [SHAPE,...]), per-family accuracy (--accuracy [FAMILY,...]), per-step
+runs (--steps MODEL,...: one process per model) and whole generations (--whole MODEL,...,
+--whole-steps N). --arm NAME:INPUT=VALUE,... (repeatable) and --compare-arms go to the per-step and
+whole-generation runs; --compare runs the compare part's tree beside this one, per call and per step.
+--small runs the benchmarks' tiny CPU configs (CI runs this verb so). Every part's output is kept; a
+part that fails is reported and the run goes on; --step-limit caps each part and --deadline (seconds
+from the start) ends every part in time to pack the results. --out gets gpu-run-logs.tar.xz (every log
+and table) and gpu-run-summary.md (the benchmarks' tables, then one row per part), printed last.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import importlib.metadata
+import json
+import lzma
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PART_FILE = "part.json"
+# What ComfyUI 0.3.75 and 0.33 import that a bare GPU image lacks (distribution pin -> module to import).
+HOST_PACKAGES = {"torchsde==0.2.6": "torchsde", "trampoline==0.1.2": "trampoline", "comfy-aimdo==0.4.13": "comfy_aimdo",
+                 "blake3==1.0.11": "blake3", "simpleeval==1.0.8": "simpleeval", "av==19.0.2": "av"}
+SAGEATTENTION_1 = "sageattention==1.0.6"
+KITCHEN_ROCM = Path("comfy_kitchen") / "backends" / "hip"  # comfy-kitchen's ROCm backend: half its wheel
+PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
+             "linux_x86_64")
+KERNELS = ("sa2", "sa1", "kitchen")  # each the part of that name, put on the path
+SUITE_KERNEL = {("sa1",): "sage1_triton", ("kitchen",): "kitchen_int8"}  # the GPU tests' kernel, library alone
+STEPS_PER_GENERATION = 4  # per step: 2 warm-up steps and 2 timed in each generation (model_steps' --warm-steps 2)
+PACKING_S, SHORTEST_PART_S = 20, 30  # kept for packing the results before --deadline; a part given less is not run
+UNPACKED = ".sas-unpacked"  # in an unpacked part: the digest of the archive it came from, written last
+
+
+# -- prepare ------------------------------------------------------------------------------------
+
+def compress(archive: Path, entries: list[tuple[Path, str]]) -> None:
+    """``entries`` (path, name in the archive) into ``archive``, xz at its strongest, caches left out."""
+    def keep(info: tarfile.TarInfo):
+        parts = Path(info.name).parts
+        if "__pycache__" in parts or ".git" in parts or info.name.endswith(".pyc"):
+            return None
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+        return info
+    with tarfile.open(archive, "w:xz", preset=9 | lzma.PRESET_EXTREME) as tar:
+        for path, name in entries:
+            tar.add(path, arcname=name, filter=keep)
+
+
+def folder_entries(folder: Path) -> list[tuple[Path, str]]:
+    """Everything in ``folder``, to unpack into the folder a part is unpacked to."""
+    return [(child, child.name) for child in sorted(folder.iterdir())]
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_part(out: Path, name: str, entries: list[tuple[Path, str]], **facts) -> Path:
+    """Part ``name`` in ``out``/``name``: its archive and part.json (the archive's digest and ``facts``)."""
+    folder = out / name
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    archive = folder / f"{name}.tar.xz"
+    compress(archive, entries)
+    return describe(archive, name, **facts)
+
+
+def describe(archive: Path, name: str, **facts) -> Path:
+    """The part.json beside ``archive``: its name, the archive's digest and ``facts``."""
+    facts = {"name": name, "archive": archive.name, "sha256": sha256(archive), **facts}
+    (archive.parent / PART_FILE).write_text(json.dumps(facts, indent=1) + "\n")
+    return archive
+
+
+def pip_install(target: Path, specs: list[str], args) -> dict[str, str]:
+    """Binary distributions of ``specs`` (pins or wheel files) installed into ``target`` for the GPU
+    machine's Python and platforms (not this one's), without their dependencies; their versions."""
+    chosen = PLATFORMS if args.platform is None else args.platform
+    tags = ["--only-binary=:all:", "--implementation", "cp", "--python-version", args.python,
+            *[flag for platform in chosen for flag in ("--platform", platform)]]
+    pip, quiet = [sys.executable, "-m", "pip"], ["-q", "--disable-pip-version-check"]
+    with tempfile.TemporaryDirectory() as wheels:
+        subprocess.run([*pip, "download", *quiet, "--no-deps", *tags, "-d", wheels, *specs], check=True)
+        # Requires-Python was checked against the GPU machine's Python as they were chosen; install
+        # would check it against this one's.
+        subprocess.run([*pip, "install", *quiet, "--no-index", "--no-deps", "--no-compile", "--ignore-requires-python",
+                        *tags, "--target", str(target), *map(str, sorted(Path(wheels).glob("*.whl")))], check=True)
+    return {dist.metadata["Name"]: dist.version for dist in importlib.metadata.distributions(path=[str(target)])}
+
+
+def site_part(out: Path, name: str, specs: list[str], imports: list[str], args, drop: Path | None = None) -> Path:
+    """A part that goes on the path: ``specs`` installed into a folder (less ``drop``) and packed."""
+    with tempfile.TemporaryDirectory() as staging:
+        versions = pip_install(Path(staging), specs, args)
+        if drop is not None:
+            if not (Path(staging) / drop).is_dir():
+                raise ValueError(f"{name}: {drop} is not in {', '.join(specs)}: is it still the ROCm backend?")
+            shutil.rmtree(Path(staging) / drop)
+        return write_part(out, name, folder_entries(Path(staging)), kind="site", imports=imports, versions=versions)
+
+
+def comfyui_version_of(tree: Path) -> str:
+    text = (tree / "comfyui_version.py").read_text() if (tree / "comfyui_version.py").is_file() else ""
+    found = re.search(r"__version__\s*=\s*['\"]([^'\"]+)['\"]", text)
+    if not (tree / "comfy" / "model_patcher.py").is_file() or found is None:
+        raise ValueError(f"{tree} is not a ComfyUI tree with a comfyui_version.py")
+    return found.group(1)
+
+
+def comfyui_part(out: Path, tree: Path) -> Path:
+    version = comfyui_version_of(tree)
+    return write_part(out, f"comfyui-{version}", [(tree, tree.name)], kind="comfyui", version=version,
+                      folder=tree.name)
+
+
+def compare_part(out: Path, rev: str) -> Path:
+    """This repository's tree at ``rev`` (``git archive``), for --compare."""
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    tree = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", commit], capture_output=True,
+                          check=True).stdout
+    folder = out / "compare"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    archive = folder / "compare.tar.xz"
+    archive.write_bytes(lzma.compress(tree, preset=9 | lzma.PRESET_EXTREME))
+    return describe(archive, "compare", kind="tree", rev=commit)
+
+
+def prepare(args) -> None:
+    args.out.mkdir(parents=True, exist_ok=True)
+    made = []
+    if args.host_packages:
+        made.append(site_part(args.out, "base", list(HOST_PACKAGES), list(HOST_PACKAGES.values()), args))
+        made.append(site_part(args.out, "sa1", [SAGEATTENTION_1], ["sageattention"], args))
+    if args.sageattention_wheel:
+        made.append(site_part(args.out, "sa2", [str(args.sageattention_wheel.resolve())], ["sageattention"], args))
+    if args.kitchen:
+        made.append(site_part(args.out, "kitchen", [f"comfy-kitchen=={args.kitchen}"], ["comfy_kitchen"], args,
+                              drop=KITCHEN_ROCM))
+    made += [comfyui_part(args.out, tree.resolve()) for tree in args.comfyui]
+    if args.compare:
+        made.append(compare_part(args.out, args.compare))
+    for archive in made:
+        print(f"{archive.parent.name}: {size_text(archive.stat().st_size)} ({archive})")
+    print(f"in all: {size_text(sum(a.stat().st_size for a in made))} in {args.out}")
+
+
+def size_text(size: int) -> str:
+    return f"{size / 2 ** 20:.1f} MiB" if size >= 2 ** 20 else f"{size / 2 ** 10:.0f} KiB"
+
+
+# -- run: the payload -----------------------------------------------------------------------------
+
+class PartError(RuntimeError):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Part:
+    folder: Path  # where it was carried
+    facts: dict   # its part.json
+
+    @property
+    def name(self) -> str:
+        return self.facts["name"]
+
+    @property
+    def archive(self) -> Path:
+        return self.folder / self.facts["archive"]
+
+
+def carried_parts(payload: Path) -> dict[str, Part]:
+    """The parts in ``payload``, by name."""
+    found = {}
+    for facts_file in sorted(payload.glob(f"*/{PART_FILE}")):
+        part = Part(facts_file.parent, json.loads(facts_file.read_text()))
+        found[part.name] = part
+    return found
+
+
+def extract(tar: tarfile.TarFile, into: Path) -> None:
+    if hasattr(tarfile, "data_filter"):  # Python 3.12, and 3.10/3.11 since their 2023 fixes
+        tar.extractall(into, filter="data")
+    else:
+        tar.extractall(into)
+
+
+def unpacked(part: Part, work: Path) -> tuple[Path, bool]:
+    """(where ``part`` is unpacked, whether an earlier unpack was reused), after its archive is checked
+    against its digest; earlier unpacks of other archives of that part go."""
+    digest = part.facts["sha256"]
+    if sha256(part.archive) != digest:
+        raise PartError(f"{part.archive} is not the archive prepare wrote (its digest differs): carry it again")
+    target = work / f"{part.name}-{digest[:16]}"
+    marker = target / UNPACKED
+    if marker.is_file() and marker.read_text() == digest:
+        return target, True
+    for earlier in work.glob(f"{part.name}-*"):
+        shutil.rmtree(earlier, ignore_errors=True)
+    partial = work / f"{part.name}-{digest[:16]}.partial"
+    with tarfile.open(part.archive) as tar:
+        extract(tar, partial)
+    (partial / UNPACKED).write_text(digest)
+    partial.rename(target)
+    return target, False
+
+
+def check_site(part: Part, where: Path) -> None:
+    """Every module of a site part imports from ``where``, with the versions prepare installed."""
+    script = ("import importlib, importlib.metadata as m, json, sys; facts = json.loads(sys.argv[1])\n"
+              "for module in facts['imports']: importlib.import_module(module)\n"
+              "for name, version in facts['versions'].items():\n"
+              "    assert m.version(name) == version, f'{name} {m.version(name)}, not {version}'")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(where), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, "-c", script, json.dumps(part.facts)], env=env, capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        raise PartError(f"{part.name} does not import from {where}: {last_line(done.stderr)}")
+
+
+def ready(part: Part, work: Path) -> tuple[Path, str]:
+    """(the folder to use: a site's, a ComfyUI tree's, a pack tree's; what was done), unpacked and checked."""
+    where, reused = unpacked(part, work)
+    kind = part.facts["kind"]
+    if kind == "site":
+        check_site(part, where)
+    elif kind == "comfyui":
+        where = where / part.facts["folder"]
+        if comfyui_version_of(where) != part.facts["version"]:
+            raise PartError(f"{where} is not ComfyUI {part.facts['version']}")
+    elif not (where / "__init__.py").is_file():
+        raise PartError(f"{where} holds no tree of the pack")
+    return where, f"{part.name}: {'reused' if reused else 'unpacked'} at {where}"
+
+
+# -- run: the parts ---------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Outcome:
+    name: str
+    kernels: str
+    host: str
+    status: str
+    seconds: float
+    said: str     # its last line of output that is not a table's
+    tables: list  # the markdown files it wrote
+
+    @property
+    def failed(self) -> bool:
+        return self.status != "passed"
+
+
+class Runner:
+    """Runs each part in a process of its own, its output in logs/NAME.log, within --step-limit and
+    --deadline, and keeps what came of it."""
+
+    def __init__(self, logs: Path, started: float, deadline: float | None, step_limit: float | None):
+        self.logs, self.started, self.deadline, self.step_limit = logs, started, deadline, step_limit
+        self.outcomes: list[Outcome] = []
+
+    def seconds_left(self) -> float | None:
+        """The most the next part may take: --step-limit, and what --deadline leaves after packing."""
+        limits = [] if self.step_limit is None else [self.step_limit]
+        if self.deadline is not None:
+            limits.append(self.started + self.deadline - PACKING_S - time.monotonic())
+        return min(limits) if limits else None
+
+    def run(self, name: str, kernels: str, host: str, command: list[str], env: dict, writes_tables: bool = True):
+        """``command`` as part ``name`` (given ``--out FOLDER`` where it writes tables), or why it was not run."""
+        limit = self.seconds_left()
+        if limit is not None and limit < SHORTEST_PART_S:
+            self.outcomes.append(Outcome(name, kernels, host, "not run", 0.0, f"{max(limit, 0):.0f} s were left", []))
+            return
+        print(f"== {name} [{kernels}, {host}]" + ("" if limit is None else f" (at most {limit:.0f} s)"), flush=True)
+        out = self.logs / slug(name)
+        if writes_tables:
+            command = [*command, "--out", str(out)]
+        log = self.logs / f"{slug(name)}.log"
+        began = time.monotonic()
+        with open(log, "w") as sink:
+            process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
+            status = finished(process, limit)
+        tables = sorted(out.glob("*.md")) if out.is_dir() else []
+        self.outcomes.append(Outcome(name, kernels, host, status, time.monotonic() - began,
+                                     closing(log.read_text(errors="replace")), tables))
+
+
+def slug(name: str) -> str:
+    """``name`` as a file name."""
+    return re.sub(r"[^A-Za-z0-9._+-]+", "_", name)
+
+
+def closing(output: str) -> str:
+    """A part's last line of output that is not a table's (a benchmark's own summary line, pytest's counts,
+    or the error it ended on)."""
+    lines = [line for line in output.strip().splitlines() if line.strip() and not line.startswith("|")]
+    return lines[-1] if lines else "(no output)"
+
+
+def finished(process: subprocess.Popen, limit: float | None) -> str:
+    """``process`` waited for, and stopped with its whole process group past ``limit`` s; how it ended."""
+    try:
+        code = process.wait(timeout=limit)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        return f"cut off after {limit:.0f} s"
+    return "passed" if code == 0 else f"exit {code}"
+
+
+def comma_list(text: str | None) -> list[str]:
+    if text is None:
+        return []
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def joined(names, separator: str = ", ", empty: str = "none") -> str:
+    """``names`` joined, or ``empty`` where there are none."""
+    names = list(names)
+    return separator.join(names) if names else empty
+
+
+def last_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else "(no output)"
+
+
+def kernel_sets(text: str) -> list[tuple[str, ...]]:
+    """"sa2,sa1+kitchen,none" -> [("sa2",), ("sa1", "kitchen"), ()]."""
+    sets = []
+    for item in comma_list(text):
+        names = tuple(name for name in item.split("+") if name != "none")
+        unknown = [name for name in names if name not in KERNELS]
+        if unknown or (not names and item != "none"):
+            raise ValueError(f"--kernels {item!r}: each is one of {', '.join(KERNELS)}, none, or several joined by +")
+        sets.append(names)
+    return sets
+
+
+def gpu_test_files() -> list[str]:
+    """The test files with GPU tests (marked gpu): collecting the others needs what a GPU image may lack."""
+    return [str(path.relative_to(ROOT)) for path in sorted((ROOT / "tests").glob("test_*.py"))
+            if "mark.gpu" in path.read_text()]
+
+
+def bench_commands(args, compare: Path | None) -> list[tuple[str, list[str]]]:
+    """(name, command) of each benchmark part asked for, less the folder for its tables."""
+    python, small = sys.executable, ["--small"] if args.small else []
+    depth = [] if args.small else ["--depth", "full"]
+    beside = [] if compare is None else ["--compare", str(compare)]
+    arms = [flag for arm in args.arm for flag in ("--arm", arm)]
+    if args.compare_arms:
+        arms += ["--compare-arms", args.compare_arms]
+    commands = []
+    if args.per_call is not None:
+        only = ["--only", *comma_list(args.per_call)] if comma_list(args.per_call) else []
+        commands.append(("per-call", [python, "bench/attention_calls.py", *small, *only, *beside]))
+    if args.accuracy is not None:
+        families = ["--family", *comma_list(args.accuracy)] if comma_list(args.accuracy) else []
+        commands.append(("accuracy", [python, "bench/family_accuracy.py", *small, *families]))
+    for model in comma_list(args.steps):
+        commands.append((f"steps {model}", [python, "bench/model_steps.py", *small, *depth, "--family", model,
+                                            "--rounds", str(args.rounds), "--steps", str(STEPS_PER_GENERATION),
+                                            *arms, *beside]))
+    for model in comma_list(args.whole):
+        commands.append((f"whole {model}", [python, "bench/model_steps.py", *small, *depth, "--family", model,
+                                            "--whole", str(args.whole_steps), *arms]))
+    return commands
+
+
+def environment(paths: list[Path], comfyui: Path, extra: dict) -> dict:
+    """A part's environment: ``paths`` first on the path, then the harness (tests/, as the suite has it)."""
+    path = [*map(str, paths), str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, path)), COMFYUI_PATH=str(comfyui),
+                PYTHONUNBUFFERED="1", **extra)
+
+
+def machine() -> str:
+    """The GPUs, driver, Python, torch and Triton here, in one line."""
+    found = []
+    if shutil.which("nvidia-smi"):
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True)
+        found.append(joined(smi.stdout.strip().splitlines(), "; ", empty="nvidia-smi: no GPU"))
+    script = ("import sys, torch\ntry:\n    import triton; t = triton.__version__\nexcept ImportError:\n"
+              "    t = 'not installed'\n"
+              "print(f'Python {sys.version.split()[0]}, torch {torch.__version__}, Triton {t}')")
+    versions = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    found.append(last_line(versions.stdout if versions.returncode == 0 else versions.stderr))
+    return "; ".join(found)
+
+
+def summary(command: str, about: str, notes: list[str], outcomes: list[Outcome]) -> str:
+    lines = ["# GPU run", "", f"`{command}`", "", about, "", *[f"- {note}" for note in notes], ""]
+    for outcome in outcomes:
+        for table in outcome.tables:
+            lines += [f"## {outcome.name} [{outcome.kernels}, {outcome.host}]: {table.name}", "",
+                      table.read_text().strip(), ""]
+    lines += ["## Parts", "", "| part | kernels | ComfyUI | result | s | last line |", "|---|---|---|---|---|---|"]
+    for o in outcomes:
+        said = o.said.replace("|", "\\|")[:200]
+        lines.append(f"| {o.name} | {o.kernels} | {o.host} | {o.status} | {o.seconds:.0f} | {said} |")
+    failed = sum(o.failed for o in outcomes)
+    lines += ["", f"{len(outcomes) - failed} of {len(outcomes)} parts passed."]
+    return "\n".join(lines) + "\n"
+
+
+def hosts_of(args, parts: dict[str, Part]) -> list[Part | None]:
+    """The ComfyUI parts to run on (None: $COMFYUI_PATH, where none is carried)."""
+    carried = {part.facts["version"]: part for part in parts.values() if part.facts["kind"] == "comfyui"}
+    if args.comfyui:
+        missing = [v for v in comma_list(args.comfyui) if v not in carried]
+        if missing:
+            raise ValueError(f"no ComfyUI {', '.join(missing)} in {args.source}: carried {joined(carried)}")
+        return [carried[v] for v in comma_list(args.comfyui)]
+    if carried:
+        return list(carried.values())
+    if not os.environ.get("COMFYUI_PATH"):
+        raise ValueError(f"no comfyui-* part in {args.source} and no COMFYUI_PATH: carry one (prepare --comfyui TREE)")
+    return [None]
+
+
+def ready_parts(parts: dict[str, Part], names: set[str], work: Path) -> tuple[dict[str, Path], list[str]]:
+    """(where each part of ``names`` is ready to use, what was done with each), in ``work``."""
+    places, notes = {}, []
+    for name in sorted(names):
+        places[name], note = ready(parts[name], work)
+        notes.append(note)
+        print(note, flush=True)
+    return places, notes
+
+
+def suite_command(names: tuple[str, ...], record: Path) -> tuple[list[str], dict]:
+    """The GPU tests with the kernel set ``names`` on the path, their figures appended to ``record``: a
+    library alone has its own kernel under test, else ``auto`` picks."""
+    extra = {"SAS_GPU_RECORD": str(record)}
+    if names in SUITE_KERNEL:
+        extra["SAS_GPU_KERNEL"] = SUITE_KERNEL[names]
+    return [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-rs", *gpu_test_files()], extra
+
+
+def run_parts(runner: Runner, args, hosts: list, sets: list, places: dict[str, Path]) -> None:
+    """Each part asked for, on each ComfyUI of ``hosts`` with each kernel set of ``sets`` on the path."""
+    commands = bench_commands(args, places.get("compare"))
+    for host in hosts:
+        comfyui = Path(os.environ["COMFYUI_PATH"]) if host is None else places[host.name]
+        label = "COMFYUI_PATH" if host is None else host.facts["version"]
+        for names in sets:
+            kernels = joined(names, "+")
+            paths = [places[name] for name in names] + ([places["base"]] if "base" in places else [])
+            prefix = f"{label} {kernels} " if len(hosts) > 1 else f"{kernels} "
+            if args.suite:
+                command, extra = suite_command(names, runner.logs / slug(f"{prefix}gpu-record.jsonl"))
+                runner.run(f"{prefix}suite", kernels, label, command, environment(paths, comfyui, extra),
+                           writes_tables=False)
+            for name, command in commands:
+                runner.run(prefix + name, kernels, label, command, environment(paths, comfyui, {}))
+
+
+def run(args) -> int:
+    started = time.monotonic()
+    parts = carried_parts(args.source)
+    sets = kernel_sets(default_kernels(parts) if args.kernels is None else args.kernels)
+    hosts = hosts_of(args, parts)
+    needed = {name for names in sets for name in names} | {name for name in ("base",) if name in parts}
+    if args.compare:
+        needed.add("compare")
+    missing = sorted(needed - set(parts))
+    if missing:
+        raise ValueError(f"not in {args.source}: {', '.join(missing)} (carried: {joined(parts, empty='nothing')})")
+    work = Path(tempfile.gettempdir()) / "sas-gpu-run"
+    work.mkdir(exist_ok=True)
+    places, notes = ready_parts(parts, needed | {host.name for host in hosts if host is not None}, work)
+    if args.compare:
+        notes.append(f"--compare: this tree beside {parts['compare'].facts['rev']}")
+    logs = Path(tempfile.mkdtemp(prefix="sas-gpu-run-logs-")) / "logs"
+    logs.mkdir()
+    about = machine()
+    (logs / "machine.txt").write_text(about + "\n")
+    runner = Runner(logs, started, args.deadline, args.step_limit)
+    run_parts(runner, args, hosts, sets, places)
+    text = summary(" ".join(["gpu_run.py", *sys.argv[1:]]), about, notes, runner.outcomes)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "gpu-run-summary.md").write_text(text)
+    compress(args.out / "gpu-run-logs.tar.xz", [(logs, "logs")])
+    shutil.rmtree(logs.parent, ignore_errors=True)
+    print(text, flush=True)
+    return 1 if any(o.failed for o in runner.outcomes) else 0
+
+
+def default_kernels(parts: dict[str, Part]) -> str:
+    """SageAttention 2 where carried, else 1, with comfy-kitchen beside it where carried; else none."""
+    chosen = [name for name in ("sa2", "sa1") if name in parts][:1] + [name for name in ("kitchen",) if name in parts]
+    return joined(chosen, "+")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    made = verbs.add_parser("prepare", help="fill a folder with what a GPU machine without network needs")
+    made.add_argument("--out", type=Path, required=True)
+    made.add_argument("--comfyui", type=Path, action="append", default=[], help="a ComfyUI tree (repeatable)")
+    made.add_argument("--sageattention-wheel", type=Path, help="a SageAttention 2 wheel built for that machine")
+    made.add_argument("--kitchen", metavar="VERSION", help="comfy-kitchen of this version")
+    made.add_argument("--compare", metavar="REV", help="this repository at REV, to run beside the present tree")
+    made.add_argument("--python", default="3.12", help="the GPU machine's Python (default 3.12)")
+    made.add_argument("--platform", action="append", help=f"wheel platforms (default {', '.join(PLATFORMS)})")
+    made.add_argument("--no-host-packages", dest="host_packages", action="store_false",
+                      help="no base and sa1 parts (a machine that has them, or a test)")
+    running = verbs.add_parser("run", help="run the GPU tests and benchmarks from a prepared folder")
+    running.add_argument("--from", dest="source", type=Path, required=True, help="the folder prepare filled")
+    running.add_argument("--kernels", help="kernel sets, e.g. sa2,sa1,sa2+kitchen,none (default: sa2 or sa1, "
+                                           "+kitchen, as carried)")
+    running.add_argument("--comfyui", metavar="VERSION,...", help="which carried ComfyUI trees (default: each)")
+    running.add_argument("--suite", action="store_true", help="the GPU tests")
+    running.add_argument("--per-call", nargs="?", const="", metavar="SHAPE,...", help="bench/attention_calls.py")
+    running.add_argument("--accuracy", nargs="?", const="", metavar="FAMILY,...", help="bench/family_accuracy.py")
+    running.add_argument("--steps", metavar="MODEL,...", help="per step, NAME or NAME@SIZE, one process each")
+    running.add_argument("--rounds", type=int, default=2, help="per-step rounds (default 2)")
+    running.add_argument("--whole", metavar="MODEL,...", help="whole generations, one process each")
+    running.add_argument("--whole-steps", type=int, default=20)
+    running.add_argument("--arm", action="append", default=[], metavar="NAME:INPUT=VALUE,...",
+                         help="a Scope arm of the per-step and whole runs (repeatable)")
+    running.add_argument("--compare-arms", metavar="NAME,...", help="the arms the compared tree runs")
+    running.add_argument("--compare", action="store_true", help="the compare part's tree beside this one")
+    running.add_argument("--small", action="store_true", help="the benchmarks' tiny configs (CPU, CI)")
+    running.add_argument("--deadline", type=float, metavar="SECONDS", help="every part ends this long after the start")
+    running.add_argument("--step-limit", type=float, metavar="SECONDS", help="the most one part may take")
+    running.add_argument("--out", type=Path, default=ROOT / ".artifacts" / "gpu-run")
+    args = parser.parse_args(argv)
+    try:
+        if args.verb == "prepare":
+            prepare(args)
+            return 0
+        return run(args)
+    except (ValueError, PartError) as exc:
+        parser.exit(2, f"gpu_run.py {args.verb}: {exc}\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
