@@ -73,10 +73,10 @@ NO_NODE, BLIND = "no node", "blind"
 def blind(bound, model):
     """``model`` with an override that sends every unmasked call of a dtype and head size the kernel
     takes, whose query and key have at least 1024 tokens, to ``bound``; no checks, no routing."""
-    from sage_attention_scope.patches.call import Call
+    from sage_attention_scope.patches.call import Call, comfy_arguments
 
     def override(func, *args, **kwargs):
-        call = Call.from_comfy(args, kwargs)
+        call = Call.from_arguments(comfy_arguments(args, kwargs))
         backend = bound.backend
         if (call is None or call.mask is not None or min(call.q_len, call.kv_len) < 1024 or call.layout_problem()
                 or call.dtype not in backend.dtypes or call.head_dim not in backend.head_dims

@@ -84,7 +84,7 @@ def measured_slower(pack, router, q, k, v, heads):
     """``router`` (measured routing) with the calls' shape bucket decided for SDPA, as a timing would."""
     decide = importlib.import_module(pack.__name__ + ".patches.decide")
     timing = importlib.import_module(pack.__name__ + ".patches.timing")
-    call = pack.patches.call.Call.from_comfy((q, k, v, heads), {})
+    call = pack.patches.call.Call.from_arguments(pack.patches.call.comfy_arguments((q, k, v, heads), {}))
     key = decide.bucket_key(call, router.session.use_kernel("double", "cpu").bound.backend)
     router.session.knowledge.record_decision(timing.Decision(key, 2.0, 1.0))
     return router

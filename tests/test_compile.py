@@ -96,7 +96,7 @@ def test_eager_and_compiled_calls_get_the_same_reason_from_the_one_decide(sessio
     result; the counters of the two runs are the same table."""
     seen = []
     real = decide.decide
-    monkeypatch.setattr(decide, "decide", lambda call, *a: seen.append(r := real(call, *a)) or r)
+    monkeypatch.setattr(decide, "decide", lambda call, *a: seen.append((r := real(call, *a)).reason) or r)
     from sage_attention_scope.patches import router as router_module
     monkeypatch.setattr(router_module, "decide", decide.decide)
     kernel = RecordingKernel()
