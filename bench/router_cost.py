@@ -2,7 +2,9 @@
 early (too short), one declined late (its shape bucket measured slower: every check of ``decide`` made, the
 common route of a host-bound model's calls) and an eligible one on a CPU kernel double (routing always, no
 first-call check), each against the function it ends in called bare. Microseconds, the median of rounds;
-one thread.
+one thread. Then whole sampling steps of a tiny FLUX.1 whose every call keeps ComfyUI's attention (too
+short for the floor): per call, after the first step, what the Scope adds over no override, beside what an
+override that only calls ComfyUI's function adds (the issue's bar: the Scope may cost no more than that).
 
     python bench/router_cost.py [--compare DIR] [--runs 3]
 
@@ -22,7 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 N, ROUNDS = 4000, 15
 COLUMNS = ("router on a declined call", "router on a call measured slower", "router on a kernel call",
-           "declined: bare SDPA")
+           "declined: bare SDPA", "Scope per call after the first step", "a bare override per call")
+STEPS, STEP_ROUNDS = 12, 9  # sampled steps beside a one-step generation (the first step holds the deciding)
+FLUX_BLOCKS = {"depth": 4, "depth_single_blocks": 12}  # 16 attention calls a step
 
 
 def measured_in_child(tree: Path) -> dict:
@@ -50,8 +54,9 @@ def main(argv=None):
         for name, tree in trees.items():
             results[name].append(measured_in_child(tree))
     print("| tree | router on a call too short (us) | router on a call measured slower (us) | router on a kernel call "
-          "(us) | bare SDPA call (us) |")
-    print("|---|---|---|---|---|")
+          "(us) | bare SDPA call (us) | Scope per call after the first step (us) | an override that only calls "
+          "ComfyUI's function, per call (us) |")
+    print("|---|---|---|---|---|---|---|")
     for name, runs in results.items():
         cells = [statistics.median(r.get(key, float("nan")) for r in runs) for key in COLUMNS]
         print(f"| {name} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
@@ -90,6 +95,33 @@ def measured_slower(pack, router, q, k, v, heads):
     return router
 
 
+def steps_cost(pack, session) -> dict:
+    """Per call after the first step, over no override: the Scope (every call too short), and an override
+    that only calls ComfyUI's function. Each arm's time of a STEPS+1-step generation less its one-step
+    generation, the median of STEP_ROUNDS rounds, arms in turns."""
+    from sas_harness.models import flux_conditioning, sample, tiny_flux
+    model = tiny_flux(**FLUX_BLOCKS)
+    scoped = pack.patches.apply_scope(model, pack.patches.Settings(kernel="double"), session)
+    bare = model.clone()
+    bare.model_options.setdefault("transformer_options", {})["optimized_attention_override"] = (
+        lambda func, *args, **kwargs: func(*args, **kwargs))
+    arms = {"no override": model, "Scope": scoped, "bare override": bare}
+    cond = flux_conditioning()
+    per_step = {name: [] for name in arms}
+    for _ in range(STEP_ROUNDS):
+        for name, patcher in arms.items():
+            started = time.perf_counter()
+            sample(patcher, cond, steps=1)
+            one = time.perf_counter() - started
+            started = time.perf_counter()
+            sample(patcher, cond, steps=STEPS + 1)
+            per_step[name].append((time.perf_counter() - started - one) / STEPS)
+    calls = FLUX_BLOCKS["depth"] + FLUX_BLOCKS["depth_single_blocks"]
+    step_us = {name: statistics.median(t) * 1e6 for name, t in per_step.items()}
+    return {"Scope per call after the first step": (step_us["Scope"] - step_us["no override"]) / calls,
+            "a bare override per call": (step_us["bare override"] - step_us["no override"]) / calls}
+
+
 def measure() -> dict:
     """Microseconds per call of each arm, and the router's part of each (this process's pack tree)."""
     import sas_harness
@@ -123,7 +155,8 @@ def measure() -> dict:
             times[name].append((time.perf_counter() - start) / N * 1e6)
     us = {name: statistics.median(t) for name, t in times.items()}
     bare_sdpa = us["declined: bare SDPA"]
-    return {**us, "router on a declined call": us["declined: through the router"] - bare_sdpa,
+    return {**us, **steps_cost(pack, session),
+            "router on a declined call": us["declined: through the router"] - bare_sdpa,
             "router on a call measured slower": us["measured slower: through the router"] - bare_sdpa,
             "router on a kernel call": us["kernel: through the router"] - us["kernel: bare double"]}
 
