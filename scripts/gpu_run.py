@@ -59,6 +59,7 @@ KITCHEN_ROCM = Path("comfy_kitchen") / "backends" / "hip"  # comfy-kitchen's ROC
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
              "linux_x86_64")
 KERNELS = ("sa2", "sa1", "kitchen")  # each the part of that name, put on the path
+SITE_PARTS_OF_DISTRIBUTIONS = {"comfy-kitchen": "kitchen"}  # a ComfyUI requirement a site part provides
 SUITE_KERNEL = {("sa1",): "sage1_triton", ("kitchen",): "kitchen_int8"}  # the GPU tests' kernel, library alone
 STEPS_PER_GENERATION = 4  # per step: 2 warm-up steps and 2 timed in each generation (model_steps' --warm-steps 2)
 PACKING_S, SHORTEST_PART_S = 20, 30  # kept for packing the results before --deadline; a part given less is not run
@@ -229,11 +230,19 @@ def unpacked(part: Part, work: Path) -> tuple[Path, bool]:
     """(where ``part`` is unpacked, whether an earlier unpack was reused), after its archive is checked
     against its digest; earlier unpacks of other archives of that part go."""
     digest = part.facts["sha256"]
-    if sha256(part.archive) != digest:
-        raise PartError(f"{part.archive} is not the archive prepare wrote (its digest differs): carry it again")
     target = work / f"{part.name}-{digest[:16]}"
     marker = target / UNPACKED
-    if marker.is_file() and marker.read_text() == digest:
+    earlier_unpack = marker.is_file() and marker.read_text() == digest
+    if not part.archive.is_file():
+        # Only its part.json came: a payload too large for one trip travels in parts, each archive
+        # unpacked by an earlier run on this machine.
+        if earlier_unpack:
+            return target, True
+        raise PartError(f"{part.name}: only its {PART_FILE} was carried and no earlier run here unpacked "
+                        f"{part.archive.name}: carry {part.folder.name}/ whole")
+    if sha256(part.archive) != digest:
+        raise PartError(f"{part.archive} is not the archive prepare wrote (its digest differs): carry it again")
+    if earlier_unpack:
         return target, True
     for earlier in work.glob(f"{part.name}-*"):
         shutil.rmtree(earlier, ignore_errors=True)
@@ -465,6 +474,15 @@ def hosts_of(args, parts: dict[str, Part]) -> list[Part | None]:
     return [None]
 
 
+def sites_required_by(tree: Path) -> list[str]:
+    """The site parts a ComfyUI tree cannot import without: those its requirements.txt names (ComfyUI
+    0.33 imports comfy_kitchen unguarded, so a 0.33 host always has the kitchen part on its path)."""
+    requirements = tree / "requirements.txt"
+    text = requirements.read_text() if requirements.is_file() else ""
+    named = {re.split(r"[<>=!~ ;\[]", line.strip(), maxsplit=1)[0].lower() for line in text.splitlines()}
+    return [part for distribution, part in SITE_PARTS_OF_DISTRIBUTIONS.items() if distribution in named]
+
+
 def ready_parts(parts: dict[str, Part], names: set[str], work: Path) -> tuple[dict[str, Path], list[str]]:
     """(where each part of ``names`` is ready to use, what was done with each), in ``work``."""
     places, notes = {}, []
@@ -485,14 +503,17 @@ def suite_command(names: tuple[str, ...], record: Path) -> tuple[list[str], dict
 
 
 def run_parts(runner: Runner, args, hosts: list, sets: list, places: dict[str, Path]) -> None:
-    """Each part asked for, on each ComfyUI of ``hosts`` with each kernel set of ``sets`` on the path."""
+    """Each part asked for, on each ComfyUI of ``hosts`` with each kernel set of ``sets`` on the path
+    (and the site parts that ComfyUI requires, as a user's install has them)."""
     commands = bench_commands(args, places.get("compare"))
     for host in hosts:
         comfyui = Path(os.environ["COMFYUI_PATH"]) if host is None else places[host.name]
         label = "COMFYUI_PATH" if host is None else host.facts["version"]
+        required = sites_required_by(comfyui)
         for names in sets:
             kernels = joined(names, "+")
-            paths = [places[name] for name in names] + ([places["base"]] if "base" in places else [])
+            on_path = list(names) + [name for name in required if name not in names]
+            paths = [places[name] for name in on_path] + ([places["base"]] if "base" in places else [])
             prefix = f"{label} {kernels} " if len(hosts) > 1 else f"{kernels} "
             if args.suite:
                 command, extra = suite_command(names, runner.logs / slug(f"{prefix}gpu-record.jsonl"))
@@ -515,7 +536,17 @@ def run(args) -> int:
         raise ValueError(f"not in {args.source}: {', '.join(missing)} (carried: {joined(parts, empty='nothing')})")
     work = Path(tempfile.gettempdir()) / "sas-gpu-run"
     work.mkdir(exist_ok=True)
-    places, notes = ready_parts(parts, needed | {host.name for host in hosts if host is not None}, work)
+    places, notes = ready_parts(parts, {host.name for host in hosts if host is not None}, work)
+    for host in hosts:
+        if host is not None:
+            for name in sites_required_by(places[host.name]):
+                if name not in parts:
+                    raise ValueError(f"ComfyUI {host.facts['version']} requires the {name} part (its "
+                                     f"requirements.txt names it): carry it from {args.source}")
+                needed.add(name)
+    more_places, more_notes = ready_parts(parts, needed, work)
+    places.update(more_places)
+    notes += more_notes
     if args.compare:
         notes.append(f"--compare: this tree beside {parts['compare'].facts['rev']}")
     logs = Path(tempfile.mkdtemp(prefix="sas-gpu-run-logs-")) / "logs"
