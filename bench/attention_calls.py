@@ -76,7 +76,10 @@ def versions(pack) -> dict:
         info["triton"] = triton.__version__
     except ImportError:
         info["triton"] = "not installed"
-    info["libraries"] = pack.nodes.status.payload(pack.nodes.SESSION)["libraries"]
+    # the kernels' libraries, less the pack's own modules (its exact candidates call torch, named above)
+    info["libraries"] = {name: version for name, version in
+                         pack.nodes.status.payload(pack.nodes.SESSION)["libraries"].items()
+                         if not name.startswith(pack.__name__ + ".")}
     return info
 
 

@@ -402,7 +402,8 @@ def main(argv=None):
     finally:
         if remote is not None:
             remote.close()
-    libraries = pack.nodes.status.payload(pack.nodes.SESSION)["libraries"]
+    libraries = {name: version for name, version in pack.nodes.status.payload(pack.nodes.SESSION)["libraries"].items()
+                 if not name.startswith(pack.__name__ + ".")}  # less the pack's own (torch, named below)
     what = (f"whole {args.whole}-step euler generations, sampler start to end, after each arm's first; median of "
             f"{args.rounds or 1} round(s)" if args.whole else
             f"{args.steps} euler steps a generation ({args.warm_steps} warm-up + {args.steps - args.warm_steps} timed: "

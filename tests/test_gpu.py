@@ -209,7 +209,7 @@ def test_comfy_kitchen_is_checked_and_routing_keeps_sdpa_where_it_is_slower(toke
     floor, sends FLUX's calls to whichever side it timed faster: SDPA where the kernel is no faster (the
     H200 and H100 under ComfyUI 0.3.75, whose SDPA is torch's own choice, cuDNN on Hopper), the kernel
     where ComfyUI's SDPA is slower (0.33 puts torch's flash backend first: 0.57x cuDNN at FLUX 2048² on
-    an H100, and the kernel wins there, bench/sdpa_backends.py)."""
+    an H100, and the kernel wins there: bench/attention_calls.py --only FLUX)."""
     from sage_attention_scope.patches import Session
     session = Session(store=None)  # the real clock
     kitchen = kernel_on(session, "cuda:0", "kitchen_int8")
