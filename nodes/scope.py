@@ -10,7 +10,8 @@ import sys
 from comfy_api.latest import io
 
 from ..patches import Settings, scope_for_family
-from ..patches.settings import BOOLEANS, FRACTIONS, MAX_SEQ_LEN, ROUTINGS, WHOLE_NUMBERS, order_problem, problem
+from ..patches.settings import (BOOLEANS, FRACTIONS, MAX_SEQ_LEN, ROUTINGS, SPARSE_METHODS, WHOLE_NUMBERS,
+                                order_problem, problem)
 from . import cuda_devices, session
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,15 @@ TOOLTIPS = {
                     "calling (FLUX, Chroma, HunyuanVideo, Qwen-Image). -1: the kernel's default (1 for "
                     "SageAttention 3, else 0).",
     "last_blocks": "Blocks kept on SDPA at the end of each block type; -1: the kernel's default.",
+    "sparse": "sol-attn: comfy-kitchen's training-free sparse attention (0.2.40 or newer) on long self-attention "
+              "calls, where its first call of each kind stays close to dense (sparse_gate) and, under measured "
+              "routing, it is faster than the fastest dense kernel. off: dense only.",
+    "sparse_tau": "Sparse density: higher attends fewer key blocks exactly (faster, further from dense).",
+    "sparse_topk": "Above 0: keep this fraction of key blocks per query block instead of sparse_tau.",
+    "sparse_start_percent": "Steps before this point of the schedule stay dense (the layout forms early).",
+    "sparse_min_tokens": "Self-attention calls with fewer tokens stay dense (sparse pays only on long ones).",
+    "sparse_gate": "The first sparse call of each kind is compared with dense; above this relative L2 those "
+                   "calls stay dense for the session. 1.0 opens the gate (benchmarks).",
 }
 NODE_ID = "SageAttentionScope"
 
@@ -226,6 +236,22 @@ def advanced() -> dict:
     return {}
 
 
+def sparse_number_inputs(d: Settings, expert: dict) -> list:
+    """The sparse tier's numbers, advanced: most users keep their defaults."""
+    return [
+        io.Float.Input("sparse_tau", default=d.sparse_tau, min=FRACTIONS["sparse_tau"][0],
+                       max=FRACTIONS["sparse_tau"][1], step=0.05, tooltip=TOOLTIPS["sparse_tau"], **expert),
+        io.Float.Input("sparse_topk", default=d.sparse_topk, min=0.0, max=1.0, step=0.01,
+                       tooltip=TOOLTIPS["sparse_topk"], **expert),
+        io.Float.Input("sparse_start_percent", default=d.sparse_start_percent, min=0.0, max=1.0, step=0.01,
+                       tooltip=TOOLTIPS["sparse_start_percent"], **expert),
+        io.Int.Input("sparse_min_tokens", default=d.sparse_min_tokens, min=0, max=MAX_SEQ_LEN, step=1,
+                     tooltip=TOOLTIPS["sparse_min_tokens"], **expert),
+        io.Float.Input("sparse_gate", default=d.sparse_gate, min=0.0, max=1.0, step=0.01,
+                       tooltip=TOOLTIPS["sparse_gate"], **expert),
+    ]
+
+
 class SageAttentionScope(io.ComfyNode):
     @classmethod
     def define_schema(cls) -> io.Schema:
@@ -257,6 +283,8 @@ class SageAttentionScope(io.ComfyNode):
                              tooltip=TOOLTIPS["first_blocks"], **expert),
                 io.Int.Input("last_blocks", default=d.last_blocks, min=-1, max=1000, tooltip=TOOLTIPS["last_blocks"],
                              **expert),
+                io.Combo.Input("sparse", options=list(SPARSE_METHODS), default=d.sparse, tooltip=TOOLTIPS["sparse"]),
+                *sparse_number_inputs(d, expert),
             ],
             outputs=[io.Model.Output()],
         )

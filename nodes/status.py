@@ -44,6 +44,16 @@ def install_advice(state: Session, devices: list[torch.device]) -> list[str]:
     return advice
 
 
+def installed_libraries(state: Session) -> dict[str, Any]:
+    """Each kernel library's installed version (None: not installed). torch's own backends live in this
+    pack's module and are torch's: torch is named once, by its version."""
+    libraries = {"torch": torch.__version__}
+    for backend in backends.REGISTRY.values():
+        if not backend.module.startswith(backends.__name__):
+            libraries[backend.module] = state.knowledge.finder.versions(backend.module)
+    return libraries
+
+
 def payload(state: Session, run_id=None) -> dict[str, Any]:
     """What the session knows and reports, as plain data: the ledger's snapshot with, per device, the
     knowledge's checks and routing decisions. ``run``: the models of run ``run_id`` (the prompt), empty
@@ -69,7 +79,7 @@ def payload(state: Session, run_id=None) -> dict[str, Any]:
                                    "calls_session": counts["route_calls"]["session"].get(verdict["bucket"], {})}
                         for verdict in timing.bucket_verdicts(learned["decisions"], state.knowledge.is_exact)]}
     return {
-        "libraries": {b.module: state.knowledge.finder.versions(b.module) for b in backends.REGISTRY.values()},
+        "libraries": installed_libraries(state),
         "advice": install_advice(state, cuda_devices()),
         "generations": reported["generations"],
         # A checkpoint may choose its attention (``preferred_attention``, which wrap_attn drops before any
@@ -105,6 +115,16 @@ def _counts_lines(counts: dict, head: str, indent: str, handed: dict) -> list[st
     if counts["no_block_positions"]:
         lines.append(f"{indent}  block window not applied to {counts['no_block_positions']} calls: this model does "
                      f"not say which block calls (every block stays in)")
+    lines += _sparse_lines(counts.get("sparse"), indent)
+    return lines
+
+
+def _sparse_lines(sparse, indent: str) -> list[str]:
+    """Where sparse attention was asked for: the kernel's calls that ran sparse, and why the others ran dense."""
+    if sparse is None:
+        return []
+    lines = [f"{indent}  sparse: {sparse['calls']} of the kernel's calls ran sparse"]
+    lines += [f"{indent}    dense {n}: {Reason(reason).label}" for reason, n in sparse["dense"].items()]
     return lines
 
 
@@ -152,12 +172,21 @@ def _session_lines(snap: dict) -> list[str]:
         if info["retired"]:
             lines.append(f"  {device}: retired for this session: {info['retired']}")
         for check in info["checks"]:
-            lines.append(f"  check {check['key']}: {'passed' if check['passed'] else 'FAILED -> SDPA'} "
-                         f"(cosine {check['cosine']:.5f}, rel L2 {check['rel_l2']:.4f})")
+            lines.append(_check_line(check))
         lines += [f"  {line}" for line in bucket_lines(info["buckets"])]
         if info["session"]["sage"] or info["session"]["sdpa_total"]:
             lines += _counts_lines(info["session"], f"  {device}: ", "  ", info["handed"])
     return lines
+
+
+def _check_line(check: dict) -> str:
+    """A first-call check's verdict, or a sparse gate's (its error against dense and the gate)."""
+    if check["gated"]:
+        gate = "open" if check["max_rel_l2"] == float("inf") else f"{check['max_rel_l2']:g}"
+        verdict = "passed" if check["passed"] else "FAILED -> dense"
+        return f"  sparse gate {check['key']}: {verdict} (rel L2 {check['rel_l2']:.4f} against dense, gate {gate})"
+    return (f"  check {check['key']}: {'passed' if check['passed'] else 'FAILED -> SDPA'} "
+            f"(cosine {check['cosine']:.5f}, rel L2 {check['rel_l2']:.4f})")
 
 
 def render(snap: dict) -> str:

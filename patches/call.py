@@ -85,6 +85,8 @@ class Call:
     kv_len: int = 0
     head_dim: int = 0
     device_name: str = ""                # str(q.device): the key of every per-device record, made once a call
+    text_at: str = ""                    # a sparse kernel's call: where the text tokens sit (families.TEXT_*)
+    text_tokens: int = 0                 # and how many (the model's context), set by the router
 
     @classmethod
     def from_arguments(cls, a: dict[str, Any]) -> Optional["Call"]:

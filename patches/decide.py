@@ -9,16 +9,18 @@ from typing import Callable, NamedTuple, Optional, Sequence
 import torch
 
 from .backends import Backend, Bound
+from .backends.kitchen import SOL_ATTN
 from .call import Call, MaskKind
 from .checks import CheckKey
 from .generation import Generation
 from .knowledge import Knowledge
 from .reasons import Reason
-from .settings import ROUTING_MEASURED, Settings
+from .settings import ROUTING_MEASURED, SPARSE_SOL, Settings
 from . import timing
 from .timing import BucketKey, Decision, bucket
 
 SHORT_KEYS = 512  # accuracy depends on the key length too (1.0.6: wrong at 77 keys, right at 4k)
+SPARSE_KERNELS = {SPARSE_SOL: SOL_ATTN}  # the node's sparse choice -> the kernel that serves it
 
 
 class Candidate(NamedTuple):
@@ -50,6 +52,55 @@ def check_key(call: Call, backend: Backend) -> CheckKey:
 def bucket_key(call: Call, backend: Backend) -> BucketKey:
     return BucketKey(call.device_name, backend.name, str(call.q.dtype)[6:], call.head_dim, bucket(call.q_len),
                      bucket(call.kv_len))
+
+
+def sparse_name(backend: Backend, settings: Settings) -> str:
+    """A sparse kernel at the density asked for: how its gates and timings are kept apart."""
+    return f"{backend.name} {settings.sparse_density()}"
+
+
+def candidate_of(call: Call, bound: Bound, settings: Settings) -> Candidate:
+    """The candidate ``bound`` is for ``call``. A sparse kernel's gate is kept per kind of call: device,
+    dtype, head size, density, block type and key-length bucket (how far sparse lands from dense
+    depends on the layer and the length); its timing per density."""
+    backend = bound.backend
+    if not backend.sparse:
+        return Candidate(bound, check_key(call, backend), bucket_key(call, backend))
+    name = sparse_name(backend, settings)
+    block_type = call.block[0] if call.block is not None else ""
+    kind = f"{block_type} {bucket(call.kv_len)}".strip()
+    return Candidate(bound, CheckKey(call.device_name, str(call.q.dtype)[6:], call.head_dim, name, kind),
+                     bucket_key(call, backend)._replace(kernel=name))
+
+
+def sparse_refusal(call: Call, bound: Optional[Bound], settings: Settings, knowledge: Knowledge,
+                   generation: Generation, text_at: str) -> Optional[Reason]:
+    """Why the sparse kernel (``bound``: the one the node's sparse choice binds on the call's device, or
+    None) does not take ``call``, which then runs dense; None where it may (a candidate before the dense
+    ones). It takes the long self-attention calls of a family that says where its text tokens sit
+    (``text_at``), from the sparse window's start, past each block type's first block, unmasked, in a
+    dtype and head size it takes, of a kind whose gate has not failed."""
+    if bound is None:
+        return Reason.SPARSE_UNAVAILABLE
+    if not text_at:
+        return Reason.SPARSE_UNDECLARED
+    if not generation.in_sparse_steps:
+        return Reason.SPARSE_BEFORE_START
+    if call.q_len != call.kv_len:
+        return Reason.SPARSE_CROSS
+    if call.q_len < settings.sparse_min_tokens:
+        return Reason.SPARSE_SHORT
+    argument_reason = _argument_refusal(call, bound.backend)
+    if argument_reason is not None:
+        return argument_reason
+    if call.mask is not None:  # (sol_attn honours a bias only in its sink blocks)
+        return Reason.MASK
+    if call.block is not None and call.block[1] == 0:
+        return Reason.SPARSE_FIRST_BLOCK
+    gate = knowledge.check(candidate_of(call, bound, settings).check)
+    if gate is not None and not gate.passed:
+        return Reason.SPARSE_GATE
+    return None
 
 
 def decide(call: Call, candidates: Sequence[Bound], settings: Settings, knowledge: Knowledge,
@@ -86,7 +137,7 @@ def decide(call: Call, candidates: Sequence[Bound], settings: Settings, knowledg
         return Ruling(Reason.OOM_EARLIER)
     eligible, reason = [], None
     for bound in candidates:
-        candidate = Candidate(bound, check_key(call, bound.backend), bucket_key(call, bound.backend))
+        candidate = candidate_of(call, bound, settings)
         refused = _record_refusal(call, candidate, knowledge)
         if refused is None:
             eligible.append(candidate)

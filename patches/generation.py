@@ -26,10 +26,12 @@ class StepAside:
     in_steps: bool
     host_bound: bool
     calls: dict
+    in_sparse_steps: bool = False
 
-    def holds(self, evaluation: tuple, knowledge_version: int, in_steps: bool, host_bound: bool) -> bool:
-        return (evaluation, knowledge_version, in_steps, host_bound) == (
-            self.evaluation, self.knowledge_version, self.in_steps, self.host_bound)
+    def holds(self, evaluation: tuple, knowledge_version: int, in_steps: bool, host_bound: bool,
+              in_sparse_steps: bool) -> bool:
+        return (evaluation, knowledge_version, in_steps, host_bound, in_sparse_steps) == (
+            self.evaluation, self.knowledge_version, self.in_steps, self.host_bound, self.in_sparse_steps)
 
 
 class Generation:
@@ -38,6 +40,8 @@ class Generation:
         self.tallies: dict[str, Tally] = collections.defaultdict(Tally)  # device -> what became of its calls
         self.oom: set[str] = set()         # devices that ran out of memory in this run
         self.in_steps = True               # the current step lies inside the step window
+        self.in_sparse_steps = False       # and inside the sparse window (sparse asked for: sampling.one_step)
+        self.text_tokens = 0               # the text tokens of the evaluation under way (its context's length)
         self.flags: list[tuple[CheckKey, torch.Tensor]] = []  # kernel outputs' sums, read once a step
         self.hooks: dict[int, list] = {}   # ControlNet model id -> its hook handles (override_hooks.py)
         self.calls_seen = 0                # attention calls that reached the router
@@ -51,7 +55,7 @@ class Generation:
         # (its ``version``) and of this run (the step window, the pace, no device out of memory) stays.
         self.routes_seen: dict[tuple, Route] = {}
         self.routes_version = -1
-        self.routes_step = (self.in_steps, self.host_bound)
+        self.routes_step = self.pace_and_windows()
         self.aside: Optional[StepAside] = None  # the evaluation the Scope may step aside from (sampling.one_step)
 
     def route_seen(self, signature: Optional[tuple], knowledge_version: int) -> Optional[Route]:
@@ -78,10 +82,14 @@ class Generation:
         if pace is not None:
             self.host_bound = pace
         self.waited = False
-        if (self.in_steps, self.host_bound) != self.routes_step:  # decided in the step window or pace before
+        if self.pace_and_windows() != self.routes_step:  # decided in the step windows or pace before
             self.routes_seen.clear()
-            self.routes_step = (self.in_steps, self.host_bound)
+            self.routes_step = self.pace_and_windows()
         self.step_timer = StepTimer(device) if isinstance(device, torch.device) and device.type == "cuda" else None
+
+    def pace_and_windows(self) -> tuple[bool, bool, bool]:
+        """What ``decide`` reads of the step under way: its windows and the pace."""
+        return self.in_steps, self.host_bound, self.in_sparse_steps
 
     def step_launched(self) -> None:
         """The step's launches are done (nothing has waited for the GPU since they ended)."""
@@ -95,7 +103,8 @@ class Generation:
         aside = self.aside
         if aside is None:
             return False
-        if evaluation is not None and aside.holds(evaluation, knowledge_version, self.in_steps, self.host_bound):
+        if evaluation is not None and aside.holds(evaluation, knowledge_version, self.in_steps, self.host_bound,
+                                                  self.in_sparse_steps):
             return True
         self.aside = None
         return False
@@ -122,7 +131,8 @@ class Generation:
             if change.calls():
                 profile[device] = change
         if sum(change.calls() for change in profile.values()) == calls:
-            self.aside = StepAside(evaluation, knowledge_version, self.in_steps, self.host_bound, profile)
+            self.aside = StepAside(evaluation, knowledge_version, self.in_steps, self.host_bound, profile,
+                                   self.in_sparse_steps)
 
     def take_bad_keys(self) -> set[CheckKey]:
         """Keys with a NaN or inf in a kernel output since the last call (a sum is finite only where every

@@ -25,6 +25,7 @@ class Route(NamedTuple):
     unplaced: bool                 # a block window is set but the model gives the call no block position
     kernel: Optional[tuple] = None  # decide.Candidate: the kernel that runs it (None: declined, or to be timed)
     eligible: tuple = ()           # decide.Candidate each: those it may run on (a route to be timed times them)
+    sparse_reason: Optional[Reason] = None  # sparse asked for: why this call runs dense (None: it may run sparse)
 
 
 @dataclasses.dataclass
@@ -38,8 +39,13 @@ class Tally:
     no_block_positions: int = 0  # a block window could not place the call (the model says no block)
     routes: collections.Counter = dataclasses.field(default_factory=collections.Counter)  # (BucketKey, route): calls
     counted_from_routes: int = 0  # calls of steps the Scope stepped aside from, counted from the routes it knew
+    sparse: int = 0               # of the kernel's calls, those a sparse kernel ran
+    sparse_dense: collections.Counter = dataclasses.field(default_factory=collections.Counter)  # Reason -> calls
+    #                               sparse asked for, the calls that ran dense and why
 
     def count(self, route: Route, calls: int = 1) -> None:
+        if route.sparse_reason is not None:
+            self.sparse_dense[route.sparse_reason] += calls
         if route.unplaced:
             self.no_block_positions += calls
         if route.reason is not None:
@@ -53,8 +59,9 @@ class Tally:
         self.copied += other.copied
         self.no_block_positions += other.no_block_positions
         self.counted_from_routes += other.counted_from_routes
+        self.sparse += other.sparse
         for mine, theirs in ((self.declined, other.declined), (self.faults, other.faults),
-                             (self.routes, other.routes)):
+                             (self.routes, other.routes), (self.sparse_dense, other.sparse_dense)):
             mine.update(theirs)
 
     def calls(self) -> int:
@@ -71,8 +78,9 @@ class Tally:
         change.copied -= earlier.copied
         change.no_block_positions -= earlier.no_block_positions
         change.counted_from_routes -= earlier.counted_from_routes
+        change.sparse -= earlier.sparse
         for mine, theirs in ((change.declined, earlier.declined), (change.faults, earlier.faults),
-                             (change.routes, earlier.routes)):
+                             (change.routes, earlier.routes), (change.sparse_dense, earlier.sparse_dense)):
             mine.subtract(theirs)
             for key in [key for key, n in mine.items() if n == 0]:
                 del mine[key]
@@ -86,10 +94,16 @@ class Tally:
     def as_dict(self) -> dict[str, Any]:
         """The Status payload's counters (stable keys: the Reason and Fault values)."""
         sdpa = {reason.value: n for reason, n in sorted(self.declined.items(), key=lambda kv: kv[0].value) if n}
-        return {"sage": self.kernel, "sdpa": sdpa, "sdpa_total": sum(sdpa.values()),
-                "faults": {fault.value: n for fault, n in sorted(self.faults.items(), key=lambda kv: kv[0].value) if n},
-                "masks_dropped": self.masks_dropped, "copied": self.copied,
-                "no_block_positions": self.no_block_positions, "counted_from_routes": self.counted_from_routes}
+        counters = {
+            "sage": self.kernel, "sdpa": sdpa, "sdpa_total": sum(sdpa.values()),
+            "faults": {fault.value: n for fault, n in sorted(self.faults.items(), key=lambda kv: kv[0].value) if n},
+            "masks_dropped": self.masks_dropped, "copied": self.copied,
+            "no_block_positions": self.no_block_positions, "counted_from_routes": self.counted_from_routes}
+        sparse_dense = {reason.value: n for reason, n in sorted(self.sparse_dense.items(), key=lambda kv: kv[0].value)
+                        if n}
+        if self.sparse or sparse_dense:  # (only where sparse was asked for)
+            counters["sparse"] = {"calls": self.sparse, "dense": sparse_dense}
+        return counters
 
 
 @dataclasses.dataclass

@@ -34,6 +34,15 @@ class Reason(str, enum.Enum):
     MASK = "mask", "attention mask the kernel cannot take"
     MEASURED_SLOWER = "measured_slower", "kernel measured slower than SDPA for this shape"
     KERNEL_FAULT = "kernel_fault", "kernel raised or returned a bad result"
+    # Why a call the sparse input could have taken ran dense (its own count: the call still goes to the
+    # fastest dense candidate or ComfyUI's attention, for the reasons above).
+    SPARSE_UNAVAILABLE = "sparse_unavailable", "no sparse kernel here (comfy-kitchen 0.2.40 or newer has sol_attn)"
+    SPARSE_UNDECLARED = "sparse_undeclared", "model family that does not say where its text tokens sit"
+    SPARSE_BEFORE_START = "sparse_before_start", "step before the sparse start_percent"
+    SPARSE_FIRST_BLOCK = "sparse_first_block", "first block of its block type (kept dense)"
+    SPARSE_SHORT = "sparse_short", "fewer tokens than sparse_min_tokens"
+    SPARSE_CROSS = "sparse_cross", "cross-attention (query and keys of different lengths)"
+    SPARSE_GATE = "sparse_gate", "its kind's first sparse call was further from dense than sparse_gate"
 
 
 class Fault(str, enum.Enum):  # how a kernel failed (router.fault says what follows from each)

@@ -17,8 +17,8 @@ import torch
 from . import compiled
 from .backends import Bound
 from .call import Call, MaskKind, comfy_arguments, signature
-from .checks import judge
-from .decide import Candidate, decide, fastest
+from .checks import gate, judge
+from .decide import SPARSE_KERNELS, Candidate, decide, fastest, sparse_refusal
 from .generation import Generation
 from .ledger import COMFY_ROUTE, Route, Tally
 from .reasons import Fault, Reason, classify, describe
@@ -101,16 +101,40 @@ class Router:
         """The candidates this router's kernel choice binds on the call's device."""
         return self.session.use_kernel(self.settings.kernel, call.device_name).candidates
 
+    def text_position(self) -> str:
+        """Where the model's self-attention calls hold the text tokens, as its family says ("" where not)."""
+        if self.family is None:
+            return ""
+        return self.family.text_position()
+
+    def sparse_kernel(self, call: Call) -> Optional[Bound]:
+        """The sparse kernel the node's sparse choice binds on the call's device, or None (said once)."""
+        name = SPARSE_KERNELS[self.settings.sparse]
+        found = self.session.knowledge.kernel(name, call.device_name)
+        if found.bound is None and self.session.ledger.first_time("sparse-unavailable", call.device_name):
+            log.warning("Sage Attention Scope: sparse %s asked for, but %s on %s; these calls run dense. "
+                        "comfy-kitchen 0.2.40 or newer has sol_attn (pip install -U comfy-kitchen).",
+                        self.settings.sparse, found.why, call.device_name)
+        return found.bound
+
     def route_of(self, call: Optional[Call], generation: Generation) -> Route:
-        """The route ``decide`` rules for ``call`` (in an open generation). Counts nothing."""
+        """The route ``decide`` rules for ``call`` (in an open generation), the sparse kernel a candidate
+        before the dense ones where the node asks for it and the call suits it. Counts nothing."""
         if call is None:
             return Route("unknown", Reason.NOT_TENSORS, None, False)
-        ruling = decide(call, self.candidates(call), self.settings, self.session.knowledge, generation)
+        candidates, sparse_reason = self.candidates(call), None
+        if self.settings.sparse_on:
+            sparse = self.sparse_kernel(call)
+            sparse_reason = sparse_refusal(call, sparse, self.settings, self.session.knowledge, generation,
+                                           self.text_position())
+            if sparse_reason is None:
+                candidates = (sparse, *candidates)
+        ruling = decide(call, candidates, self.settings, self.session.knowledge, generation)
         unplaced = call.block is None and self.settings.places_blocks
         if ruling.reason is not None:
             comfy_bucket = ruling.eligible[0].bucket if ruling.reason is Reason.MEASURED_SLOWER else None
-            return Route(call.device_name, ruling.reason, comfy_bucket, unplaced)
-        return Route(call.device_name, None, None, unplaced, ruling.kernel, ruling.eligible)
+            return Route(call.device_name, ruling.reason, comfy_bucket, unplaced, sparse_reason=sparse_reason)
+        return Route(call.device_name, None, None, unplaced, ruling.kernel, ruling.eligible, sparse_reason)
 
     @staticmethod
     def count(generation: Generation, route: Route) -> None:
@@ -231,7 +255,11 @@ class Router:
         return Reason.MEASURED_SLOWER
 
     def kernel_output(self, call: Call, candidate: Candidate) -> torch.Tensor:
-        """The candidate's output for the call, shaped as ComfyUI's attention returns it."""
+        """The candidate's output for the call, shaped as ComfyUI's attention returns it (a sparse kernel
+        told where the text tokens sit, to keep them exact)."""
+        if candidate.bound.backend.sparse:
+            call.text_at = self.text_position()
+            call.text_tokens = self.generation.text_tokens
         out, layout = candidate.bound(call, self.settings)
         return call.output(out, layout)
 
@@ -247,7 +275,9 @@ class Router:
     @staticmethod
     def count_kernel(tally: Tally, candidate: Candidate) -> None:
         tally.kernel += 1
-        tally.routes[candidate.bucket, candidate.name] += 1
+        if candidate.bound.backend.sparse:
+            tally.sparse += 1
+        tally.routes[candidate.bucket, candidate.bucket.kernel] += 1
 
     def flag(self, candidate: Candidate, result: torch.Tensor) -> None:
         """The output's sum, read at the step's end (NaN/inf survive the sum)."""
@@ -256,19 +286,30 @@ class Router:
     # -- the first-call check -------------------------------------------------------------------
 
     def needs_check(self, candidate: Candidate) -> bool:
-        return self.settings.first_call_check and self.session.knowledge.check(candidate.check) is None
+        """Whether the candidate's first call of this kind is still to be checked: with first_call_check on,
+        and always for a sparse kernel (its gate is what makes it safe)."""
+        if not self.settings.first_call_check and not candidate.bound.backend.sparse:
+            return False
+        return self.session.knowledge.check(candidate.check) is None
 
     def check(self, candidate: Candidate, result: torch.Tensor, reference: torch.Tensor, tally: Tally) -> bool:
         """A candidate's first call of a kind: its ``result`` against ComfyUI's ``reference``, kept for the
-        session; whether it passed (an exact candidate is held to exact rounding)."""
-        key = candidate.check
-        verdict = judge(key, result, reference, exact=candidate.bound.backend.exact)
+        session; whether it passed (an exact candidate is held to exact rounding, a sparse one to the gate)."""
+        key, backend = candidate.check, candidate.bound.backend
+        if backend.sparse:
+            verdict = gate(key, result, reference, self.settings.sparse_gate)
+        else:
+            verdict = judge(key, result, reference, exact=backend.exact)
         self.session.knowledge.record_check(verdict)
         if verdict.passed:
             log.info("Attention kernel first-call check %s for %s", verdict.describe(), key.describe())
             return True
         if not verdict.finite:
             tally.faults[Fault.NON_FINITE] += 1
+        if backend.sparse:
+            log.warning("Sparse attention gate %s for %s; these calls run dense for this session.",
+                        verdict.describe(), key.describe())
+            return False
         log.warning("Attention kernel first-call check %s for %s; these calls keep ComfyUI's attention for this "
                     "session.", verdict.describe(), key.describe())
         return False

@@ -96,10 +96,24 @@ def outer_sample(router: Router, executor, *args, **kwargs):
 
 
 def forward(router: Router, executor, *args, **kwargs):
-    """One diffusion-model forward; made outside a sampler, it is a generation of its own."""
+    """One diffusion-model forward; made outside a sampler, it is a generation of its own. Its context's
+    length is the text tokens a sparse kernel keeps exact in a joint sequence."""
     if router.generation is not None:
+        router.generation.text_tokens = text_tokens(args, kwargs)
         return executor(*args, **kwargs)
-    return outer_sample(router, lambda *a, **k: guarded(router, lambda: executor(*a, **k)), *args, **kwargs)
+
+    def alone(*a, **k):
+        router.generation.text_tokens = text_tokens(a, k)
+        return guarded(router, lambda: executor(*a, **k))
+    return outer_sample(router, alone, *args, **kwargs)
+
+
+def text_tokens(args: tuple, kwargs: dict) -> int:
+    """The tokens of the text conditioning a diffusion model's forward gets (``context``: (B, L, D)), or 0."""
+    context = kwargs.get("context", args[2] if len(args) > 2 else None)
+    if isinstance(context, torch.Tensor) and context.ndim == 3:
+        return context.shape[1]
+    return 0
 
 
 def one_step(router: Router, executor, model, conds, x_in, timestep, model_options, *args, **kwargs):
@@ -115,6 +129,9 @@ def one_step(router: Router, executor, model, conds, x_in, timestep, model_optio
     if (settings.start_percent, settings.end_percent) != (0.0, 1.0):
         start, end = (model.model_sampling.percent_to_sigma(p) for p in (settings.start_percent, settings.end_percent))
         generation.in_steps = end <= float(timestep[0]) <= start
+    if settings.sparse_on:
+        generation.in_sparse_steps = float(timestep[0]) <= model.model_sampling.percent_to_sigma(
+            settings.sparse_start_percent)
     if getattr(router.family, "scope_controlnets", False):
         for net in override_hooks.control_models(conds):
             if id(net) not in generation.hooks:

@@ -13,9 +13,18 @@ MAX_SEQ_LEN = 1 << 22
 # quantisation; docs/measured.md has the figures), and InvokeAI's RTX 4090 floor (1536/512) is at or above it.
 # Above it, measured routing decides per shape and GPU.
 AUTO_FLOOR = (1024, 512)
+SPARSE_OFF, SPARSE_SOL = "off", "sol-attn"
+SPARSE_METHODS = (SPARSE_OFF, SPARSE_SOL)
+# sparse_min_tokens 12288: comfy-kitchen's own advice (below roughly 12k tokens dense is usually faster),
+# and ComfyUI's Model Sparse Attention node's default; measured routing still times sparse against dense.
+SPARSE_MIN_TOKENS = 12288
 BOOLEANS = ("enabled", "first_call_check", "smooth_k")
-WHOLE_NUMBERS = {"min_seq_len": (0, MAX_SEQ_LEN), "first_blocks": (-1, 1000), "last_blocks": (-1, 1000)}
-FRACTIONS = ("start_percent", "end_percent")
+WHOLE_NUMBERS = {"min_seq_len": (0, MAX_SEQ_LEN), "first_blocks": (-1, 1000), "last_blocks": (-1, 1000),
+                 "sparse_min_tokens": (0, MAX_SEQ_LEN)}
+# Numbers with a range: the step window's fractions, the sparse density (tau in sigmas, or the top-k
+# fraction of key blocks), the sparse window's start and the gate (relative L2 against dense; 1.0 opens it).
+FRACTIONS = {"start_percent": (0.0, 1.0), "end_percent": (0.0, 1.0), "sparse_tau": (0.05, 4.0),
+             "sparse_topk": (0.0, 1.0), "sparse_start_percent": (0.0, 1.0), "sparse_gate": (0.0, 1.0)}
 
 
 def problem(name: str, value) -> str | None:
@@ -29,13 +38,16 @@ def problem(name: str, value) -> str | None:
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             return f"{name} must be a whole number from {low} to {high}, got {value!r}"
     elif name in FRACTIONS:  # NaN fails the comparison, infinity the range
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-            return f"{name} must be a number from 0.0 to 1.0, got {value!r}"
+        low, high = FRACTIONS[name]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+            return f"{name} must be a number from {low} to {high}, got {value!r}"
     elif name == "kernel":
         if not isinstance(value, str) or not value:
             return f"kernel must be 'auto' or a kernel name, got {value!r}"
     elif name == "routing" and (not isinstance(value, str) or value not in ROUTINGS):
         return f"routing must be one of {', '.join(ROUTINGS)}, got {value!r}"
+    elif name == "sparse" and (not isinstance(value, str) or value not in SPARSE_METHODS):
+        return f"sparse must be one of {', '.join(SPARSE_METHODS)}, got {value!r}"
     return None
 
 
@@ -55,6 +67,12 @@ class Settings:
     end_percent: float = 1.0
     first_blocks: int = -1         # blocks kept on SDPA at each end of a block type; -1: the kernel's default
     last_blocks: int = -1
+    sparse: str = SPARSE_OFF       # sol-attn: comfy-kitchen's sparse attention on the long self-attention calls
+    sparse_tau: float = 1.0        # its density: routing threshold in sigmas (higher: sparser)
+    sparse_topk: float = 0.0       # above 0: keep this fraction of key blocks instead (tau ignored)
+    sparse_start_percent: float = 0.2  # steps before this point of the schedule stay dense
+    sparse_min_tokens: int = SPARSE_MIN_TOKENS  # self-attention calls shorter stay dense
+    sparse_gate: float = 0.05      # a kind of call whose first sparse call is further from dense stays dense
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
@@ -70,6 +88,16 @@ class Settings:
     def places_blocks(self) -> bool:
         """Whether the user set a block window (the kernel's own edge blocks aside)."""
         return max(self.first_blocks, self.last_blocks) > 0
+
+    @property
+    def sparse_on(self) -> bool:
+        return self.enabled and self.sparse != SPARSE_OFF
+
+    def sparse_density(self) -> str:
+        """The density asked for, in words: it names the sparse kernel's checks and shape buckets."""
+        if self.sparse_topk > 0:
+            return f"top-k {self.sparse_topk:g}"
+        return f"tau {self.sparse_tau:g}"
 
     def floors(self) -> tuple[int, int]:
         """(query, key) lengths below which a call stays on SDPA."""

@@ -34,14 +34,18 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split(".")[:3])
 
 
-EXPERT_INPUTS = ("min_seq_len", "first_call_check", "smooth_k", "routing", "first_blocks", "last_blocks")
+EXPERT_INPUTS = ("min_seq_len", "first_call_check", "smooth_k", "routing", "first_blocks", "last_blocks",
+                 "sparse_tau", "sparse_topk", "sparse_start_percent", "sparse_min_tokens", "sparse_gate")
 
 
 def test_scope_node_schema(session):
     info = SageAttentionScope.GET_NODE_INFO_V1()
     required = info["input"]["required"]
     assert list(required) == ["model", "enabled", "kernel", "min_seq_len", "first_call_check", "smooth_k",
-                              "routing", "start_percent", "end_percent", "first_blocks", "last_blocks"]
+                              "routing", "start_percent", "end_percent", "first_blocks", "last_blocks", "sparse",
+                              "sparse_tau", "sparse_topk", "sparse_start_percent", "sparse_min_tokens", "sparse_gate"]
+    assert required["sparse"][1]["default"] == Settings.sparse == "off"
+    assert required["sparse"][1]["options"] == ["off", "sol-attn"]
     assert required["min_seq_len"][1]["default"] == Settings.min_seq_len == 0 and required["min_seq_len"][1]["min"] == 0
     # step 1: the front ends round what is typed to the step (256 made 100 into 0, auto)
     assert required["min_seq_len"][1]["step"] == 1

@@ -48,6 +48,7 @@ class Backend:
     grouped_query: bool = True       # may get grouped-query calls (their k/v repeated to the query's heads)
     grouped_query_unsafe_on: frozenset = frozenset()  # capabilities where it must not (wrong output there)
     version_function: Optional[str] = None  # a function of the module: () -> its version in words
+    sparse: bool = False             # leaves out part of the attention: held to the sparse gate, not the check
 
     def unusable_on(self, device: torch.device, capability: Optional[tuple[int, int]]) -> Optional[str]:
         if device.type not in self.devices:

@@ -14,9 +14,11 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import pkgutil
-from typing import NamedTuple, Optional
+from typing import Callable, NamedTuple, Optional, Union
 
 SUPPORTED_MODELS_MODULE = "comfy.supported_models"
+# Where a family's self-attention calls hold the text tokens (sparse attention keeps them exact):
+TEXT_FIRST, TEXT_LAST, TEXT_NONE = "first", "last", "none"  # before the latent's, after them, no text there
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,6 +31,15 @@ class Family:
     opens: bool = True
     why_not: str = ""                      # for a family that never opens
     scope_controlnets: bool = False        # ControlNets in the sampling loop run in the scope
+    # Where its self-attention calls hold the text tokens (TEXT_*), or a function of the ComfyUI running
+    # that says it; "" (not declared): sparse attention stays off for the family.
+    joint_text: Union[str, Callable[[], str]] = ""
+
+    def text_position(self) -> str:
+        """Where this family's self-attention calls hold the text tokens (TEXT_*), "" where it does not say."""
+        if callable(self.joint_text):
+            return self.joint_text()
+        return self.joint_text
 
 
 class Recognition(NamedTuple):

@@ -7,13 +7,27 @@ SigLIP tokens). A text mask with padding becomes an additive mask over the joint
 same for every query; up to ComfyUI 0.12 the text comes last, so the padded keys are the trailing ones
 and the engine slices them off; from 0.18 (its refactor of February 2026, PR 12432) the text comes
 first and the engine gathers the keys it keeps (a copy). Any other mask (a bias) stays on SDPA."""
-from . import Family, register
+import functools
+import inspect
+
+from . import TEXT_FIRST, TEXT_LAST, Family, register
 
 _MODEL = ("comfy.ldm.hunyuan_video.model.HunyuanVideo",)
 
+
+@functools.cache
+def text_position() -> str:
+    """The text's place in the joint sequence on the ComfyUI running: last where FLUX's double-stream block
+    still takes ``flipped_img_txt`` (HunyuanVideo passes True there: image, then text), first after the
+    refactor that removed it."""
+    from comfy.ldm.flux.layers import DoubleStreamBlock
+    if "flipped_img_txt" in inspect.signature(DoubleStreamBlock.__init__).parameters:
+        return TEXT_LAST
+    return TEXT_FIRST
+
 HUNYUAN_VIDEO = register(Family(
     name="HunyuanVideo", config_classes=("HunyuanVideo", "HunyuanVideoI2V", "HunyuanVideoSkyreelsI2V"),
-    diffusion_models=_MODEL))
+    diffusion_models=_MODEL, joint_text=text_position))
 
 HUNYUAN_VIDEO_15 = register(Family(
     name="HunyuanVideo 1.5",

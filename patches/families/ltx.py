@@ -9,11 +9,11 @@ more, its padding masked). Guides (LTXVAddGuide) at a strength other than 1 or w
 split video self-attention by a bias mask into noisy and guide queries, made with
 low_precision_attention=False (ComfyUI 0.33 read; 0.3.75 has no guide mask). LTX-2 needs
 comfy/ldm/lightricks/av_model.py (ComfyUI >= 0.8); ComfyUI 0.3.75 has LTXV only."""
-from . import Family, register
+from . import TEXT_NONE, Family, register
 
 LTX2 = register(Family(
     name="LTX-2", config_classes=("LTXAV",),  # LTX-2 (19B) and LTX-2.3 (22B): one config class, the metadata differs
-    diffusion_models=("comfy.ldm.lightricks.av_model.LTXAVModel",)))
+    diffusion_models=("comfy.ldm.lightricks.av_model.LTXAVModel",), joint_text=TEXT_NONE))
 
 LTXV = register(Family(name="LTX-Video", config_classes=("LTXV",),
-                       diffusion_models=("comfy.ldm.lightricks.model.LTXVModel",)))
+                       diffusion_models=("comfy.ldm.lightricks.model.LTXVModel",), joint_text=TEXT_NONE))

@@ -12,7 +12,7 @@ Made without transformer_options, so they never reach the Scope: S2V's blocks on
 block loop passes none; 0.8.0 on pass them), S2V's audio injector and WanDancer's music injector and
 music encoder, Animate's face adapter, and CausalAR's blocks under its ar_video sampler (under any other
 sampler it is a WanModel)."""
-from . import Family, register
+from . import TEXT_NONE, Family, register
 
 _WAN = "comfy.ldm.wan.model."
 
@@ -25,4 +25,5 @@ WAN = register(Family(
                       _WAN + "WanModel_S2V", "comfy.ldm.wan.model_animate.AnimateWanModel",
                       _WAN + "SCAILWanModel", _WAN + "SCAIL2WanModel", "comfy.ldm.wan.model_animate2.WanAnimate2Model",
                       "comfy.ldm.wan.model_wandancer.WanDancerModel", "comfy.ldm.wan.ar_model.CausalWanModel"),
+    joint_text=TEXT_NONE,  # the text comes through cross-attention
 ))
