@@ -237,18 +237,19 @@ def advanced() -> dict:
 
 
 def sparse_number_inputs(d: Settings, expert: dict) -> list:
-    """The sparse tier's numbers, advanced: most users keep their defaults."""
+    """The sparse tier's numbers, advanced (most users keep their defaults) and optional (a workflow saved
+    before they existed still validates)."""
     return [
         io.Float.Input("sparse_tau", default=d.sparse_tau, min=FRACTIONS["sparse_tau"][0],
-                       max=FRACTIONS["sparse_tau"][1], step=0.05, tooltip=TOOLTIPS["sparse_tau"], **expert),
+                       max=FRACTIONS["sparse_tau"][1], step=0.05, tooltip=TOOLTIPS["sparse_tau"], optional=True, **expert),
         io.Float.Input("sparse_topk", default=d.sparse_topk, min=0.0, max=1.0, step=0.01,
-                       tooltip=TOOLTIPS["sparse_topk"], **expert),
+                       tooltip=TOOLTIPS["sparse_topk"], optional=True, **expert),
         io.Float.Input("sparse_start_percent", default=d.sparse_start_percent, min=0.0, max=1.0, step=0.01,
-                       tooltip=TOOLTIPS["sparse_start_percent"], **expert),
+                       tooltip=TOOLTIPS["sparse_start_percent"], optional=True, **expert),
         io.Int.Input("sparse_min_tokens", default=d.sparse_min_tokens, min=0, max=MAX_SEQ_LEN, step=1,
-                     tooltip=TOOLTIPS["sparse_min_tokens"], **expert),
+                     tooltip=TOOLTIPS["sparse_min_tokens"], optional=True, **expert),
         io.Float.Input("sparse_gate", default=d.sparse_gate, min=0.0, max=1.0, step=0.01,
-                       tooltip=TOOLTIPS["sparse_gate"], **expert),
+                       tooltip=TOOLTIPS["sparse_gate"], optional=True, **expert),
     ]
 
 
@@ -283,7 +284,9 @@ class SageAttentionScope(io.ComfyNode):
                              tooltip=TOOLTIPS["first_blocks"], **expert),
                 io.Int.Input("last_blocks", default=d.last_blocks, min=-1, max=1000, tooltip=TOOLTIPS["last_blocks"],
                              **expert),
-                io.Combo.Input("sparse", options=list(SPARSE_METHODS), default=d.sparse, tooltip=TOOLTIPS["sparse"]),
+                # optional: workflows saved before the sparse inputs existed still validate
+                io.Combo.Input("sparse", options=list(SPARSE_METHODS), default=d.sparse, tooltip=TOOLTIPS["sparse"],
+                               optional=True),
                 *sparse_number_inputs(d, expert),
             ],
             outputs=[io.Model.Output()],

@@ -64,12 +64,15 @@ def payload(state: Session, run_id=None) -> dict[str, Any]:
     devices = {}
     for device in sorted({*reported["devices"], *known}):
         counts = reported["devices"].get(device, empty)
-        learned = known.get(device, {"retired": None, "checks": [], "decisions": []})
+        learned = known.get(device, {"retired": None, "checks": [], "decisions": [], "steps": []})
         devices[device] = {
             "kernels": counts["kernels"], "retired": learned["retired"],
             "session": counts["session"], "last_generation": counts["last_generation"], "handed": counts["handed"],
             "route_calls": counts["route_calls"],
             "checks": [dataclasses.asdict(r) | {"key": r.key.describe()} for r in learned["checks"]],
+            "steps": [{"model": shape[0], "latent": list(shape[1]), "scope_ms": verdict.scope_ms,
+                       "comfy_ms": verdict.comfy_ms, "keep_scope": verdict.keep_scope, "text": verdict.describe()}
+                      for shape, verdict in learned["steps"]],
             "routing": [{"bucket": m.key.describe(), "kernel": m.key.kernel, "kernel_ms": m.kernel_ms,
                          "comfy_ms": m.comfy_ms, "use_kernel": m.use_kernel, "text": m.describe(),
                          "calls_last": counts["bucket_calls"]["last"].get(m.key.with_kernel(), 0),
@@ -174,6 +177,8 @@ def _session_lines(snap: dict) -> list[str]:
         for check in info["checks"]:
             lines.append(_check_line(check))
         lines += [f"  {line}" for line in bucket_lines(info["buckets"])]
+        lines += [f"  step of {step['model'] or 'the model'}, latent {'x'.join(map(str, step['latent']))}: "
+                  f"{step['text']}" for step in info["steps"]]
         if info["session"]["sage"] or info["session"]["sdpa_total"]:
             lines += _counts_lines(info["session"], f"  {device}: ", "  ", info["handed"])
     return lines

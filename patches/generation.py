@@ -34,6 +34,16 @@ class StepAside:
             self.evaluation, self.knowledge_version, self.in_steps, self.host_bound, self.in_sparse_steps)
 
 
+@dataclasses.dataclass(frozen=True)
+class StepTrial:
+    """A model evaluation timed with the Scope's routes, its kernels' decisions settled: the next one of its
+    shape runs without the Scope, timed, and the two make the step's verdict (timing.StepVerdict)."""
+    shape: tuple
+    scope_ms: float
+    knowledge_version: int
+    calls: dict  # per device, what its calls came to (Tally)
+
+
 class Generation:
     def __init__(self, model_label: str = "", run_id=None):
         self.model_label, self.run_id = model_label, run_id
@@ -57,6 +67,7 @@ class Generation:
         self.routes_version = -1
         self.routes_step = self.pace_and_windows()
         self.aside: Optional[StepAside] = None  # the evaluation the Scope may step aside from (sampling.one_step)
+        self.step_trial: Optional[StepTrial] = None  # an evaluation timed with the Scope, to compare with one without
 
     def route_seen(self, signature: Optional[tuple], knowledge_version: int) -> Optional[Route]:
         """The route of a call made earlier with this signature, while nothing ``decide`` reads has changed
@@ -115,6 +126,23 @@ class Generation:
             tally = self.tallies[device]
             tally.add(profile)
             tally.counted_from_routes += profile.calls()
+
+    def count_evaluation(self, calls: dict, reason) -> None:
+        """Counts an evaluation run without the Scope because of its step's timing (``reason``), its calls
+        (``calls``: per device, those of an evaluation like it) kept on ComfyUI's attention."""
+        for device, profile in calls.items():
+            tally = self.tallies[device]
+            tally.declined[reason] += profile.calls()
+            tally.counted_from_routes += profile.calls()
+
+    def calls_since(self, before: dict[str, Tally]) -> dict[str, Tally]:
+        """Per device, what was counted after ``before`` (save_tallies), where anything was."""
+        changes = {}
+        for device, tally in self.tallies.items():
+            change = tally.since(before.get(device))
+            if change.calls():
+                changes[device] = change
+        return changes
 
     def note_step(self, evaluation: Optional[tuple], knowledge_version: int, before: dict[str, Tally],
                   calls: int) -> None:

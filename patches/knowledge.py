@@ -20,13 +20,15 @@ from .timing import BucketKey, Decision
 
 class Knowledge:
     def __init__(self, *, store=None, clock: timing.Clock = timing.event_clock,
-                 finder: backends.Finder = backends.Finder()):
+                 finder: backends.Finder = backends.Finder(), step_clock: Optional[timing.StepClock] = None):
         self.lock = threading.RLock()
         self.clock, self.finder, self.store = clock, finder, store
+        self.step_clock = timing.StepClock() if step_clock is None else step_clock
         self.extra_backends: dict[str, backends.Backend] = {}  # test doubles, benchmark probes
         self.resolutions: dict[tuple[str, str], backends.Resolution] = {}
         self.checks: dict[CheckKey, CheckResult] = {}
         self.decisions: dict[BucketKey, Decision] = {}
+        self.step_verdicts: dict[tuple, timing.StepVerdict] = {}  # step shape (sampling.step_shape) -> verdict
         self.retired: dict[str, str] = {}  # device -> why
         self.triton_streak: collections.Counter = collections.Counter()  # device -> Triton faults in a row
         self.version = 0  # writes that can change a decision, so far (read without the lock: one int)
@@ -125,6 +127,20 @@ class Knowledge:
             return None
         return self.store.agreed(*self._where(key, version))
 
+    # -- whole steps ----------------------------------------------------------------------------
+
+    def step_verdict(self, shape: tuple) -> Optional[timing.StepVerdict]:
+        """The verdict on evaluations of ``shape``, while the routes it timed stand (``version``)."""
+        verdict = self.step_verdicts.get(shape)
+        if verdict is None or verdict.knowledge_version != self.version:
+            return None
+        return verdict
+
+    def record_step_verdict(self, shape: tuple, verdict: timing.StepVerdict) -> None:
+        """Kept for the session. (No ``version`` move: the calls' decisions are the same.)"""
+        with self.lock:
+            self.step_verdicts[shape] = verdict
+
     # -- devices --------------------------------------------------------------------------------
 
     def retired_why(self, device: str) -> Optional[str]:
@@ -144,11 +160,16 @@ class Knowledge:
         return False
 
     def snapshot(self) -> dict[str, dict]:
-        """Per device: why it is retired (or None), its checks' results and its routing decisions (frozen
-        records, read without the lock after this)."""
+        """Per device: why it is retired (or None), its checks' results, its routing decisions and its step
+        verdicts (frozen records, read without the lock after this)."""
         with self.lock:
-            devices = sorted({*self.retired, *(k.device for k in self.checks), *(k.device for k in self.decisions)})
+            steps = {}  # device -> [(step shape, verdict)]: the shape holds its latent's device (sampling.step_shape)
+            for shape, verdict in self.step_verdicts.items():
+                steps.setdefault(str(shape[3]), []).append((shape, verdict))
+            devices = sorted({*self.retired, *(k.device for k in self.checks), *(k.device for k in self.decisions),
+                              *steps})
             return {device: {
                 "retired": self.retired.get(device),
                 "checks": [result for result in self.checks.values() if result.key.device == device],
-                "decisions": [d for d in self.decisions.values() if d.key.device == device]} for device in devices}
+                "decisions": [d for d in self.decisions.values() if d.key.device == device],
+                "steps": steps.get(device, [])} for device in devices}

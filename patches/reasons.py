@@ -34,6 +34,8 @@ class Reason(str, enum.Enum):
     MASK = "mask", "attention mask the kernel cannot take"
     MEASURED_SLOWER = "measured_slower", "kernel measured slower than SDPA for this shape"
     KERNEL_FAULT = "kernel_fault", "kernel raised or returned a bad result"
+    STEP_TRIAL = "step_trial", "step timed once without the kernels, to compare with a step with them"
+    STEP_SLOWER = "step_slower", "whole step measured no faster with the kernels than without (Scope stepped aside)"
     # Why a call the sparse input could have taken ran dense (its own count: the call still goes to the
     # fastest dense candidate or ComfyUI's attention, for the reasons above).
     SPARSE_UNAVAILABLE = "sparse_unavailable", "no sparse kernel here (comfy-kitchen 0.2.40 or newer has sol_attn)"

@@ -15,9 +15,12 @@ from . import families, override_hooks
 from .generation import Generation
 from .override_hooks import OVERRIDE_KEY
 from .reasons import Fault
+from .reasons import Reason
 from .router import Router
 from .session import Session
-from .settings import Settings
+from .settings import ROUTING_MEASURED, Settings
+from .generation import StepTrial
+from .timing import StepVerdict
 
 log = logging.getLogger(__name__)
 WRAPPER_KEY = "sage_attention_scope"
@@ -141,9 +144,10 @@ def one_step(router: Router, executor, model, conds, x_in, timestep, model_optio
     evaluation = None
     if installed is router:
         evaluation = evaluation_key(conds, x_in, timestep)
-    knowledge_version = router.session.knowledge.version
-    if generation.may_step_aside(evaluation, knowledge_version):
-        generation.count_stepped_aside()
+    knowledge = router.session.knowledge
+    knowledge_version = knowledge.version
+
+    def aside():
         out = executor(model, conds, x_in, timestep, without_scope(model_options, router.previous), *args, **kwargs)
         generation.step_launched()
         return out
@@ -152,12 +156,66 @@ def one_step(router: Router, executor, model, conds, x_in, timestep, model_optio
         out = executor(model, conds, x_in, timestep, model_options, *args, **kwargs)
         generation.step_launched()  # before the guard reads the flags (a sync)
         return out
+    shape = None
+    if evaluation is not None and settings.routing == ROUTING_MEASURED and knowledge.step_clock.times(x_in.device):
+        shape = step_shape(router, evaluation, generation)
+    verdict = None if shape is None else knowledge.step_verdict(shape)
+    if verdict is not None and not verdict.keep_scope:
+        generation.count_evaluation(verdict.calls, Reason.STEP_SLOWER)
+        return aside()
+    if generation.may_step_aside(evaluation, knowledge_version):
+        generation.count_stepped_aside()
+        return aside()
+    trial = generation.step_trial
+    if shape is not None and verdict is None and trial is not None and trial.shape == shape and (
+            trial.knowledge_version == knowledge_version):
+        return compare_step(router, trial, aside, x_in.device)
     before = generation.save_tallies()
-    out = guarded(router, step)
-    generation.note_step(evaluation, router.session.knowledge.version, before,
-                         generation.calls_seen - calls_before)
+    if shape is None or verdict is not None:
+        out = guarded(router, step)
+    else:
+        out, scope_ms = knowledge.step_clock("scope", lambda: guarded(router, step), x_in.device)
+        offer_trial(generation, shape, scope_ms, knowledge.version, before)
+    generation.note_step(evaluation, knowledge.version, before, generation.calls_seen - calls_before)
     if installed is not router and not generation.said_override:  # a node after the Scope set its own
         note_other_override(router, generation, installed, generation.calls_seen > calls_before)
+    return out
+
+
+def step_shape(router: Router, evaluation: tuple, generation) -> tuple:
+    """What a step's verdict holds for, across generations: the model, the latent's shape, dtype and device,
+    how many conds take part, and what ``decide`` reads of the step (its windows, its pace)."""
+    conds_taking_part = sum(1 for part in evaluation[3:] if part[1])
+    return (router.model_label, *evaluation[:3], conds_taking_part, *generation.pace_and_windows())
+
+
+def offer_trial(generation, shape: tuple, scope_ms: float, knowledge_version: int, before: dict) -> None:
+    """After an evaluation timed with the Scope: where it ran kernels, none failed and nothing was checked or
+    timed in it (it waited for none of that), the next one of its shape is timed without the Scope."""
+    waited = generation.waited
+    generation.waited = True  # the clock's synchronisation says nothing of the pace: not read
+    calls = generation.calls_since(before)
+    ran_kernels = any(change.kernel for change in calls.values())
+    faulted = any(sum(change.faults.values()) for change in calls.values())
+    if waited or not ran_kernels or faulted:
+        generation.step_trial = None
+        return
+    generation.step_trial = StepTrial(shape, scope_ms, knowledge_version, calls)
+
+
+def compare_step(router: Router, trial: StepTrial, aside, device):
+    """The evaluation after a trial: run without the Scope, timed; the two times make the verdict on
+    evaluations of that shape for the session (said in the log); its output stands."""
+    generation, knowledge = router.generation, router.session.knowledge
+    generation.step_trial = None
+    generation.waited = True
+    out, comfy_ms = knowledge.step_clock("comfy", aside, device)
+    verdict = StepVerdict(trial.scope_ms, comfy_ms, trial.knowledge_version, trial.calls)
+    knowledge.record_step_verdict(trial.shape, verdict)
+    generation.count_evaluation(trial.calls, Reason.STEP_TRIAL)
+    generation.measuring_ms += comfy_ms
+    log.log(logging.INFO if verdict.keep_scope else logging.WARNING, "Sage Attention Scope timed %s: %s.",
+            router.model_label, verdict.describe())
     return out
 
 

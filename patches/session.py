@@ -5,6 +5,7 @@ Status and Compare nodes render its snapshot). The Status node's reset clears th
 from __future__ import annotations
 
 import logging
+from typing import Optional
 
 import torch
 
@@ -17,8 +18,8 @@ log = logging.getLogger(__name__)
 
 class Session:
     def __init__(self, *, store=None, clock: timing.Clock = timing.event_clock,
-                 finder: backends.Finder = backends.Finder()):
-        self.knowledge = Knowledge(store=store, clock=clock, finder=finder)
+                 finder: backends.Finder = backends.Finder(), step_clock: Optional[timing.StepClock] = None):
+        self.knowledge = Knowledge(store=store, clock=clock, finder=finder, step_clock=step_clock)
         self.ledger = Ledger()
 
     def use_kernel(self, choice: str, device: torch.device | str) -> backends.Resolution:

@@ -202,6 +202,46 @@ def time_both(clock: Clock, run_kernel, run_comfy, device: torch.device,
     return timed.kernel_ms[key], timed.comfy_ms, timed.spent_ms, timed.host_extra_ms[key]
 
 
+@dataclasses.dataclass(frozen=True)
+class StepVerdict:
+    """One model evaluation timed with the Scope's routes and one like it without the Scope: the per-call
+    timings can miss what a kernel costs inside a step (its host time in a host-bound step, its launches
+    among the model's), so the whole step has the last word. ``calls``: per device, the calls such an
+    evaluation makes (counted for each evaluation the verdict steps aside from)."""
+    scope_ms: float
+    comfy_ms: float
+    knowledge_version: int  # what the routes were decided under: a later change times the step again
+    calls: dict
+
+    @property
+    def keep_scope(self) -> bool:
+        """Whether the Scope's routes win the step, by ``TIE_MARGIN`` (a near tie goes to ComfyUI's)."""
+        return self.scope_ms * (1.0 + TIE_MARGIN) < self.comfy_ms
+
+    def describe(self) -> str:
+        verdict = "the Scope's routes" if self.keep_scope else "ComfyUI's attention (the Scope steps aside)"
+        return f"a step {self.scope_ms:.1f} ms with the Scope, {self.comfy_ms:.1f} ms without -> {verdict}"
+
+
+class StepClock:
+    """Times whole model evaluations for the step trial, on a GPU: there a kernel's cost inside a step can
+    differ from its time alone (its host time in a host-bound step, its launches among the model's). On the
+    CPU the per-call clock already reads the wall clock, host time and all, so steps are not tried there."""
+
+    @staticmethod
+    def times(device) -> bool:
+        return isinstance(device, torch.device) and device.type == "cuda"
+
+    def __call__(self, arm: str, run: Callable[[], object], device) -> tuple[object, float]:
+        """(``run``'s result, the ms from its start to the device's last work: synchronised before and after;
+        a few evaluations a shape in a session)."""
+        torch.cuda.synchronize(device)
+        started = time.perf_counter()
+        out = run()
+        torch.cuda.synchronize(device)
+        return out, (time.perf_counter() - started) * 1e3
+
+
 def host_sets_pace(host_ms: float, gpu_ms: float) -> bool:
     """Whether the host set a step's pace: the GPU's span from the step's first launch to its last
     work is within ``HOST_PACE_SLACK`` of the host's time launching it (it ran as fast as the host

@@ -33,7 +33,7 @@ def on_cpu(name: str) -> backends.Backend:
     return dataclasses.replace(declared, devices=frozenset({"cpu"}), dtypes=declared.dtypes | {torch.float32})
 
 
-def machine(clock=None, *, sdpa=None, sage2=None, kitchen=None, capability=(9, 0)) -> Session:
+def machine(clock=None, *, sdpa=None, sage2=None, kitchen=None, capability=(9, 0), step_clock=None) -> Session:
     """A session on a GPU of ``capability`` whose libraries are SageAttention 2, comfy-kitchen and torch's
     SDPA backends (doubles; ``None`` for one leaves the default double, ``False`` leaves it uninstalled)."""
     modules = {"sageattention": doubles.sageattention2_module() if sage2 is None else sage2,
@@ -47,7 +47,8 @@ def machine(clock=None, *, sdpa=None, sage2=None, kitchen=None, capability=(9, 0
             raise ImportError(f"No module named {name!r}")
         return modules[name]
     session = Session(store=None, clock=clock or FakeClock(),
-                      finder=backends.Finder(find, lambda module: "2.2.0", lambda device: capability))
+                      finder=backends.Finder(find, lambda module: "2.2.0", lambda device: capability),
+                      step_clock=step_clock)
     for name in (*QUANTISED, *EXACT):
         session.knowledge.add_backend(on_cpu(name))
     return session
@@ -398,3 +399,61 @@ def test_a_stepped_aside_evaluation_hands_its_calls_to_the_override_below_the_sc
     scoped = apply_scope(model, AUTO, session)
     sample(scoped, flux_conditioning(), steps=STEPS)
     assert len(below) >= STEPS * CALLS_PER_STEP  # every call of every step, stepped aside or not
+
+
+# -- the step trial: the whole step has the last word ------------------------------------------
+
+def test_kernels_that_win_per_call_but_lose_the_step_leave_it_to_comfyuis_attention():
+    """A kernel can time faster alone than it runs inside a step (its host time in a host-bound step): the
+    first evaluation with settled routes is timed, the next runs without the Scope, timed; the Scope's
+    slower, it steps aside from evaluations of that shape for the session, this generation and the next."""
+    steps = doubles.FakeStepClock(scope_ms=10.0, comfy_ms=9.0)
+    session = machine(FakeClock(1.0, 2.0), step_clock=steps)
+    model, scoped = scoped_flux(session)
+    seen = _reached_router(scoped, STEPS)
+    # step 1 checks and times the candidates; step 2 is timed with the Scope; step 3 without it; step 4 aside
+    # (step 1 is timed too, and waited for its checks and timings: no trial from it)
+    assert seen == [CALLS_PER_STEP, CALLS_PER_STEP, 0, 0] and steps.timed == ["scope", "scope", "comfy"]
+    counts = last_generation(session, "cpu")
+    assert counts["sage"] == 2 * CALLS_PER_STEP
+    assert counts["sdpa"] == {Reason.STEP_TRIAL.value: CALLS_PER_STEP, Reason.STEP_SLOWER.value: CALLS_PER_STEP}
+    assert _reached_router(scoped, STEPS) == [0] * STEPS  # the next generation: aside from its first step
+    assert steps.timed == ["scope", "scope", "comfy"]  # tried once a session
+    assert torch.equal(sample(scoped, flux_conditioning(), steps=2), sample(model, flux_conditioning(), steps=2))
+    text = render(payload(session))
+    assert "without -> ComfyUI's attention (the Scope steps aside)" in text
+    assert Reason.STEP_SLOWER.label in text
+
+
+def test_kernels_that_win_the_step_keep_it_and_the_trial_costs_one_evaluation():
+    steps = doubles.FakeStepClock(scope_ms=5.0, comfy_ms=9.0)
+    session = machine(FakeClock(1.0, 2.0), step_clock=steps)
+    _, scoped = scoped_flux(session)
+    assert _reached_router(scoped, STEPS) == [CALLS_PER_STEP, CALLS_PER_STEP, 0, CALLS_PER_STEP]
+    assert last_generation(session, "cpu")["sdpa"] == {Reason.STEP_TRIAL.value: CALLS_PER_STEP}
+    assert _reached_router(scoped, STEPS) == [CALLS_PER_STEP] * STEPS and steps.timed == ["scope", "scope", "comfy"]
+    assert "5.0 ms with the Scope, 9.0 ms without -> the Scope's routes" in render(payload(session))
+
+
+def test_routing_always_and_a_near_tie_of_the_step():
+    """routing=always never times a step (the user chose the kernel); a step within the margin goes to
+    ComfyUI's attention, as a near tie of a call does."""
+    steps = doubles.FakeStepClock(scope_ms=9.0, comfy_ms=9.1)
+    session = machine(FakeClock(1.0, 2.0), step_clock=steps)
+    _, scoped = scoped_flux(session, Settings(routing="always", min_seq_len=1))
+    assert _reached_router(scoped, STEPS) == [CALLS_PER_STEP] * STEPS and steps.timed == []
+    session = machine(FakeClock(1.0, 2.0), step_clock=steps)
+    _, scoped = scoped_flux(session)
+    assert _reached_router(scoped, STEPS) == [CALLS_PER_STEP, CALLS_PER_STEP, 0, 0]
+
+
+def test_a_step_verdict_holds_only_while_the_routes_it_timed_stand():
+    """What decide reads changing (here a check another model recorded) times the step again."""
+    steps = doubles.FakeStepClock(scope_ms=10.0, comfy_ms=9.0)
+    session = machine(FakeClock(1.0, 2.0), step_clock=steps)
+    _, scoped = scoped_flux(session)
+    _reached_router(scoped, STEPS)
+    from sage_attention_scope.patches.checks import CheckKey, CheckResult
+    session.knowledge.record_check(CheckResult(CheckKey("cuda:7", "bfloat16", 64, "sdpa_flash"), True))
+    assert _reached_router(scoped, STEPS) == [CALLS_PER_STEP, 0, 0, 0]
+    assert steps.timed == ["scope", "scope", "comfy", "scope", "comfy"]

@@ -42,10 +42,13 @@ def test_scope_node_schema(session):
     info = SageAttentionScope.GET_NODE_INFO_V1()
     required = info["input"]["required"]
     assert list(required) == ["model", "enabled", "kernel", "min_seq_len", "first_call_check", "smooth_k",
-                              "routing", "start_percent", "end_percent", "first_blocks", "last_blocks", "sparse",
-                              "sparse_tau", "sparse_topk", "sparse_start_percent", "sparse_min_tokens", "sparse_gate"]
-    assert required["sparse"][1]["default"] == Settings.sparse == "off"
-    assert required["sparse"][1]["options"] == ["off", "sol-attn"]
+                              "routing", "start_percent", "end_percent", "first_blocks", "last_blocks"]
+    # the sparse inputs came later: optional, so that a workflow saved before them still validates
+    optional = info["input"]["optional"]
+    assert list(optional) == ["sparse", "sparse_tau", "sparse_topk", "sparse_start_percent", "sparse_min_tokens",
+                              "sparse_gate"]
+    assert optional["sparse"][1]["default"] == Settings.sparse == "off"
+    assert optional["sparse"][1]["options"] == ["off", "sol-attn"]
     assert required["min_seq_len"][1]["default"] == Settings.min_seq_len == 0 and required["min_seq_len"][1]["min"] == 0
     # step 1: the front ends round what is typed to the step (256 made 100 into 0, auto)
     assert required["min_seq_len"][1]["step"] == 1
@@ -61,7 +64,8 @@ def test_the_expert_inputs_are_advanced_where_comfyui_has_advanced_inputs(sessio
     version = _version(sas_host.comfyui_version())
     if (0, 3, 75) < version < (0, 33):
         pytest.skip(f"ComfyUI {version}: whether its V3 API has advanced inputs is not known here")
-    required = SageAttentionScope.GET_NODE_INFO_V1()["input"]["required"]
+    info = SageAttentionScope.GET_NODE_INFO_V1()["input"]
+    required = {**info["required"], **info["optional"]}
     advanced = {name for name, (_, options) in required.items() if options.get("advanced")}
     if version >= (0, 33):
         assert advanced == set(EXPERT_INPUTS)

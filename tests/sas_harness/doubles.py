@@ -205,6 +205,23 @@ class FakeClock:
         return self.ms[arm]
 
 
+class FakeStepClock:
+    """A step clock for the step trial that times on any device (the CPU too): an evaluation with the Scope
+    takes ``scope_ms``, one without it ``comfy_ms``; each is run."""
+
+    def __init__(self, scope_ms: float, comfy_ms: float):
+        self.ms = {"scope": scope_ms, "comfy": comfy_ms}
+        self.timed: list[str] = []
+
+    @staticmethod
+    def times(device) -> bool:
+        return True
+
+    def __call__(self, arm, run, device):
+        self.timed.append(arm)
+        return run(), self.ms[arm]
+
+
 def torch_sdpa_module(calls: list | None = None, behave=None):
     """The pack's torch_sdpa module as the Finder imports it: cuDNN, flash and memory-efficient attention,
     each with its real signature ``(q, k, v, attn_mask=None, scale=None)``, computing real attention (fp32
