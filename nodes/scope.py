@@ -241,7 +241,8 @@ def sparse_number_inputs(d: Settings, expert: dict) -> list:
     before they existed still validates)."""
     return [
         io.Float.Input("sparse_tau", default=d.sparse_tau, min=FRACTIONS["sparse_tau"][0],
-                       max=FRACTIONS["sparse_tau"][1], step=0.05, tooltip=TOOLTIPS["sparse_tau"], optional=True, **expert),
+                       max=FRACTIONS["sparse_tau"][1], step=0.05, tooltip=TOOLTIPS["sparse_tau"], optional=True,
+                       **expert),
         io.Float.Input("sparse_topk", default=d.sparse_topk, min=0.0, max=1.0, step=0.01,
                        tooltip=TOOLTIPS["sparse_topk"], optional=True, **expert),
         io.Float.Input("sparse_start_percent", default=d.sparse_start_percent, min=0.0, max=1.0, step=0.01,

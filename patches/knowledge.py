@@ -55,7 +55,9 @@ class Knowledge:
 
     def names(self) -> list[str]:
         """Every kernel choice the pack knows: ``auto``, ``exact`` and each kernel by name."""
-        return [backends.AUTO_CHOICE, backends.EXACT_CHOICE, *backends.REGISTRY, *self.extra_backends]
+        # (a sparse kernel is no kernel choice: the sparse input asks for it, and its gate comes with it)
+        known = {**backends.REGISTRY, **self.extra_backends}
+        return [backends.AUTO_CHOICE, backends.EXACT_CHOICE, *(name for name, b in known.items() if not b.sparse)]
 
     def usable(self, devices: list[torch.device]) -> list[str]:
         """``auto``, ``exact`` where an exact kernel binds, and every kernel bound on one of ``devices``."""

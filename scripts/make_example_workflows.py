@@ -539,6 +539,52 @@ def wan22_t2v() -> Graph:
     return g
 
 
+SPARSE_COMPARE_LABELS = ["dense attention", "sparse attention (sol-attn)"]  # label_a, label_b
+
+
+def compare_wan22_sparse() -> Graph:
+    """Wan 2.2 A14B text to video as its template samples it, twice with the same fixed seed: both
+    experts through Scopes at their defaults (dense), then both through Scopes with sparse set to
+    sol-attn; both videos decoded into Sage Attention Compare (a = dense, b = sparse) and saved."""
+    g = Graph()
+    high = _sd3_shift(g, _unet(g, "wan2.2_t2v_high_noise_14B_fp8_scaled.safetensors", "Load high-noise expert"), 8.0)
+    low = _sd3_shift(g, _unet(g, "wan2.2_t2v_low_noise_14B_fp8_scaled.safetensors", "Load low-noise expert"), 8.0)
+    clip = g.add("CLIPLoader", ["umt5_xxl_fp8_e4m3fn_scaled.safetensors", "wan", "default"], [], [("CLIP", "CLIP")])
+    vae = g.add("VAELoader", ["wan_2.1_vae.safetensors"], [], [("VAE", "VAE")])
+    positive = _encode(g, clip, 0, "a close-up of a young woman smiling gently in the rain, raindrops on her face "
+                                   "and eyelashes, soft light reflecting off her skin")
+    negative = _encode(g, clip, 0, WAN_NEGATIVE)
+    latent = g.add("EmptyHunyuanLatentVideo", [1280, 704, 81, 1], [], [("LATENT", "LATENT")])
+    sockets = [("model", "MODEL"), ("positive", "CONDITIONING"), ("negative", "CONDITIONING"),
+               ("latent_image", "LATENT")]
+    # the same seed in both runs: keep them equal (the low-noise pass adds no noise)
+    high_widgets = ["enable", 42, "fixed", 20, 3.5, "euler", "simple", 0, 10, "enable"]
+    low_widgets = ["disable", 42, "fixed", 20, 3.5, "euler", "simple", 10, 10000, "disable"]
+    frames = []
+    for arm, changes in (("dense", {}), ("sparse", {"sparse": "sol-attn"})):
+        first = g.add("KSamplerAdvanced", list(high_widgets), sockets, [("LATENT", "LATENT")],
+                      title=f"KSampler (Advanced): high-noise steps 0-10, {arm}")
+        second = g.add("KSamplerAdvanced", list(low_widgets), sockets, [("LATENT", "LATENT")],
+                       title=f"KSampler (Advanced): low-noise steps 10-20, {arm}")
+        for sampler, expert, latent_src, which in ((first, high, latent, "high-noise"),
+                                                   (second, low, first, "low-noise")):
+            scope = g.scope(expert, 0, scope_widgets(**changes), title=f"Sage Attention Scope ({which} expert, {arm})")
+            g.link(scope, 0, sampler, "model")
+            g.link(positive, 0, sampler, "positive")
+            g.link(negative, 0, sampler, "negative")
+            g.link(latent_src, 0, sampler, "latent_image")
+        decoded = _decode(g, second, vae, 0)
+        _save_video(g, decoded, 16.0, f"video/wan22_t2v_{arm}")
+        frames.append(decoded)
+    compare = g.add("SageAttentionCompare", SPARSE_COMPARE_LABELS,
+                    [("image_a", "IMAGE"), ("image_b", "IMAGE"), ("latent_a", "LATENT"), ("latent_b", "LATENT")],
+                    [("comparison", "IMAGE")])
+    g.link(frames[0], 0, compare, "image_a")
+    g.link(frames[1], 0, compare, "image_b")
+    g.status(compare, 0)
+    return g
+
+
 def wan21_i2v() -> Graph:
     """ComfyUI's Wan 2.1 image-to-video template: CLIP vision of the start image and the image itself
     condition the 480p model."""
@@ -767,6 +813,14 @@ TEMPLATES = [
              "text to video", "one on each expert, high and low noise",
              "Wan 2.2 A14B text to video, 1280x704, 81 frames: the high-noise expert samples steps 0-10 and the "
              "low-noise expert steps 10-20, each model through its own Scope (one Status shows both)."),
+    Template("Dense vs sparse attention (Wan 2.2 A14B)", compare_wan22_sparse, "Wan 2.2 A14B",
+             "compare: dense vs sparse attention", "dense on both experts, then sparse",
+             "Wan 2.2 A14B text to video, 1280x704, 81 frames (73,920 tokens in each self-attention call), sampled "
+             "twice with the same fixed seed: both experts through a Sage Attention Scope at its defaults (dense), "
+             "then both through a Scope with sparse set to sol-attn (comfy-kitchen 0.2.40 or newer: pip install -U "
+             "comfy-kitchen). Sage Attention Compare shows the two videos' frames, a heat map of where they differ, "
+             "PSNR and SSIM; both videos are saved. Status says how many calls ran sparse, why the others ran dense "
+             "and each kind's gate against dense. The speed of sparse attention is not measured yet."),
     Template("Wan 2.1 image to video", wan21_i2v, "Wan 2.1 14B 480p",
              "image to video", "after the flow shift, before the KSampler",
              "Wan 2.1 image to video, 832x480, 81 frames from a start image (CLIP vision and the image condition "

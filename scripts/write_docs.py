@@ -64,13 +64,14 @@ def kernels_table() -> str:
 
 
 # Whole generations at full depth through the Scope's defaults against no node, per step unless a whole 20-step
-# generation is named; NVIDIA H100, bf16, SageAttention 2.2 sm90, torch 2.11 (docs/measured.md has the tables, the
-# run logs under bench/runs/ the commands and the engine each ran). A family without a figure says so: never an
-# estimate.
-PER_STEP = {"FLUX.1": "H100, 2026-12-06. ComfyUI 0.33: 1.404× at 2048², 1.004× at 1024² (keeps SDPA where the "
-                      "kernel gives 1.111×: a routing fault since mended, not re-measured), a whole 20-step generation "
-                      "at 2048² 1.400×; ComfyUI 0.3.75: 1.070× at 2048²; ComfyUI 0.3.75 with comfy-kitchen 0.2.40 "
-                      "alone: 1.018× at 1024², 1.001× at 2048² (keeps SDPA)",
+# generation is named; NVIDIA H100, bf16, torch 2.11; SageAttention 2.2 sm90 unless "what pip installs" is named
+# (SageAttention 1.0.6 and comfy-kitchen 0.2.40, no SageAttention 2). 2026-12-07 is the candidates engine, 2026-12-06
+# the previous one (docs/measured.md has the tables, the run logs under bench/runs/ the commands and the engine each
+# ran). A family without a figure says so: never an estimate.
+PER_STEP = {"FLUX.1": "H100, 2026-12-07, ComfyUI 0.33: 1.404× at 2048²; what pip installs: 1.308× at 2048², 1.107× at "
+                      "1024². H100, 2026-12-06 (the previous engine): ComfyUI 0.33, a whole 20-step generation at "
+                      "2048² 1.400×; ComfyUI 0.3.75: 1.070× at 2048²; ComfyUI 0.3.75 with comfy-kitchen 0.2.40 alone: "
+                      "1.018× at 1024², 1.001× at 2048² (keeps SDPA)",
             "Qwen-Image": "H100, 2026-12-06. ComfyUI 0.3.75: 1.063× at 2048²; ComfyUI 0.33: a whole 20-step "
                           "generation at 2048² 1.385×",
             "Wan": "H100, 2026-12-06. ComfyUI 0.33: a whole 20-step generation of Wan 2.2 5B (1280×704×121) 1.517×; "
@@ -89,12 +90,13 @@ PER_STEP = {"FLUX.1": "H100, 2026-12-06. ComfyUI 0.33: 1.404× at 2048², 1.004�
             "HunyuanVideo 1.5": "H100, 2026-12-06, ComfyUI 0.33: 1.780× (8.3B, 480p×121)",
             "Omnigen2": "H100, 2026-12-06, ComfyUI 0.33: 1.034× at 1024²",
             # host-bound models, whose rounds differ by up to 15%
-            "Lumina 2": "H100, 2026-12-06, ComfyUI 0.33: 0.902× at 1024² (keeps SDPA; host-bound)",
-            "Cosmos Predict2": "H100, 2026-12-06, ComfyUI 0.33: 0.928× at 1024² (2B; keeps SDPA, where the kernel is "
-                               "slower; host-bound)",
-            "LTX-Video": "H100, 2026-12-06, ComfyUI 0.33: 0.906× (2B, 768×512×97; keeps SDPA; host-bound)",
-            "SDXL": "H100, 2026-12-06, ComfyUI 0.33: a whole 20-step generation at 1024² 0.924× (keeps SDPA; one "
-                    "round)"}
+            "Lumina 2": "H100, 2026-12-07, ComfyUI 0.33, what pip installs: 1.151× at 1024² (host-bound)",
+            "Cosmos Predict2": "H100, 2026-12-07, ComfyUI 0.33, what pip installs: 0.939× at 1024² (2B; every call on "
+                               "a kernel that timed faster per call and is slower in the step; host-bound)",
+            "LTX-Video": "H100, 2026-12-07, ComfyUI 0.33, what pip installs: 1.123× (2B, 768×512×97; host-bound)",
+            "SDXL": "H100, 2026-12-07, ComfyUI 0.33, what pip installs: 0.712× at 1024² (its self-attention on a "
+                    "kernel that timed faster per call and is slower in the step). H100, 2026-12-06 (the previous "
+                    "engine): a whole 20-step generation at 1024² 0.924× (kept SDPA; one round)"}
 NOT_MEASURED = "not measured"
 
 

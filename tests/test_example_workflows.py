@@ -240,7 +240,8 @@ def test_every_scope_has_its_inputs_in_order_at_the_defaults_or_off(path):
         assert len(values) == len(inputs), f"{len(values)} widget values for {len(inputs)} inputs"
         for (name, default), value in zip(inputs, values):
             assert type(value) is type(default), f"{name}={value!r}: not a {type(default).__name__}"
-            if name != "enabled":  # the one deliberate value: a comparison's Scope that is off
+            # the deliberate values: a comparison's Scope that is off, the sparse comparison's sparse Scope
+            if name != "enabled" and not (name == "sparse" and path.stem == SPARSE_COMPARE):
                 assert value == default, f"{name}={value!r}, the node's default is {default!r}"
         Settings(**dict(zip([name for name, _ in inputs], values)))  # what the node makes of them
         assert _source(_load(path), scope, "model")["type"] in {
@@ -250,8 +251,19 @@ def test_every_scope_has_its_inputs_in_order_at_the_defaults_or_off(path):
         assert status["widgets_values"] == [False]
 
 
+SPARSE_COMPARE = "Dense vs sparse attention (Wan 2.2 A14B)"
+
+
+def test_the_compare_templates_are_the_scope_off_and_on_one_and_the_dense_and_sparse_one():
+    """tests/test_browser.py finds the off/on one as the one template whose title starts with "Compare"."""
+    compares = sorted(p.stem for p in WORKFLOWS if _nodes(_load(p), "SageAttentionCompare"))
+    assert compares == ["Compare with and without SageAttention (SDXL)", SPARSE_COMPARE]
+    starts = [p.stem for p in WORKFLOWS if p.stem.startswith("Compare")]
+    assert starts == ["Compare with and without SageAttention (SDXL)"]
+
+
 def test_the_compare_template_samples_one_model_twice_with_the_scope_off_and_on():
-    [path] = [p for p in WORKFLOWS if _nodes(_load(p), "SageAttentionCompare")]
+    path = EXAMPLES / "Compare with and without SageAttention (SDXL).json"
     workflow = _load(path)
     [compare] = _nodes(workflow, "SageAttentionCompare")
     assert compare["widgets_values"] == ["without SageAttention", "with SageAttention"]
@@ -270,6 +282,49 @@ def test_the_compare_template_samples_one_model_twice_with_the_scope_off_and_on(
         assert _source(workflow, off, name)["id"] == _source(workflow, on, name)["id"]
     assert _source(workflow, _source(workflow, off, "model"), "model")["id"] == \
         _source(workflow, _source(workflow, on, "model"), "model")["id"]  # one model
+    [status] = _nodes(workflow, "SageAttentionStatus")
+    assert _source(workflow, status, "after")["id"] == compare["id"]
+
+
+def test_the_sparse_compare_samples_both_wan22_experts_dense_then_sparse_with_one_seed():
+    """Two runs of the Wan 2.2 A14B template's graph: the same experts, prompt, latent and sampler settings;
+    in one both Scopes are dense (the defaults), in the other both ask for sol-attn, and nothing else differs."""
+    from sage_attention_scope.patches.settings import SPARSE_OFF, SPARSE_SOL
+    workflow = _load(EXAMPLES / f"{SPARSE_COMPARE}.json")
+    names = [name for name, _ in _scope_inputs()]
+    [compare] = _nodes(workflow, "SageAttentionCompare")
+    assert compare["widgets_values"] == ["dense attention", "sparse attention (sol-attn)"]
+    runs = []
+    for side, sparse in (("image_a", SPARSE_OFF), ("image_b", SPARSE_SOL)):
+        decode = _source(workflow, compare, side)
+        assert decode["type"] == "VAEDecode"
+        low = _source(workflow, decode, "samples")
+        high = _source(workflow, low, "latent_image")
+        assert low["type"] == high["type"] == "KSamplerAdvanced"
+        assert _source(workflow, high, "latent_image")["type"] == "EmptyHunyuanLatentVideo"
+        assert (high["widgets_values"][7], high["widgets_values"][8]) == (0, low["widgets_values"][7])
+        for sampler in (high, low):
+            scope = _source(workflow, sampler, "model")
+            assert scope["type"] == "SageAttentionScope"
+            values = dict(zip(names, scope["widgets_values"]))
+            assert values["enabled"] is True and values["sparse"] == sparse
+            assert {k: v for k, v in values.items() if k != "sparse"} == {
+                k: v for k, v in zip(names, GEN.SCOPE_WIDGETS) if k != "sparse"}
+        runs.append((high, low))
+    (dense_high, dense_low), (sparse_high, sparse_low) = runs
+    for dense, sparse in ((dense_high, sparse_high), (dense_low, sparse_low)):
+        assert dense["id"] != sparse["id"] and dense["widgets_values"] == sparse["widgets_values"]
+        for name in ("positive", "negative"):  # the same prompt
+            assert _source(workflow, dense, name)["id"] == _source(workflow, sparse, name)["id"]
+        # the same expert, through its own Scope in each run
+        assert _source(workflow, _source(workflow, dense, "model"), "model")["id"] == \
+            _source(workflow, _source(workflow, sparse, "model"), "model")["id"]
+    assert dense_high["widgets_values"][2] == "fixed", "a randomized seed would differ between the two runs"
+    assert _source(workflow, dense_high, "latent_image")["id"] == _source(workflow, sparse_high, "latent_image")["id"]
+    loaders = [n["widgets_values"][0] for n in _nodes(workflow, "UNETLoader")]
+    assert sorted(loaders) == ["wan2.2_t2v_high_noise_14B_fp8_scaled.safetensors",
+                               "wan2.2_t2v_low_noise_14B_fp8_scaled.safetensors"]
+    assert len(_nodes(workflow, "SaveVideo")) == 2
     [status] = _nodes(workflow, "SageAttentionStatus")
     assert _source(workflow, status, "after")["id"] == compare["id"]
 
