@@ -510,10 +510,9 @@ def chroma() -> Graph:
     return g
 
 
-def wan22_t2v() -> Graph:
-    """ComfyUI's Wan 2.2 A14B template: the high-noise expert samples steps 0-10 and hands its
-    leftover noise to the low-noise expert for steps 10-20; each expert through its own Scope."""
-    g = Graph()
+def _wan22_inputs(g: Graph):
+    """Wan 2.2 A14B's loaders, prompts and empty latent as its template has them: (high-noise expert,
+    low-noise expert, VAE, positive, negative, latent, the KSamplerAdvanced sockets)."""
     high = _sd3_shift(g, _unet(g, "wan2.2_t2v_high_noise_14B_fp8_scaled.safetensors", "Load high-noise expert"), 8.0)
     low = _sd3_shift(g, _unet(g, "wan2.2_t2v_low_noise_14B_fp8_scaled.safetensors", "Load low-noise expert"), 8.0)
     clip = g.add("CLIPLoader", ["umt5_xxl_fp8_e4m3fn_scaled.safetensors", "wan", "default"], [], [("CLIP", "CLIP")])
@@ -524,6 +523,14 @@ def wan22_t2v() -> Graph:
     latent = g.add("EmptyHunyuanLatentVideo", [1280, 704, 81, 1], [], [("LATENT", "LATENT")])
     sockets = [("model", "MODEL"), ("positive", "CONDITIONING"), ("negative", "CONDITIONING"),
                ("latent_image", "LATENT")]
+    return high, low, vae, positive, negative, latent, sockets
+
+
+def wan22_t2v() -> Graph:
+    """ComfyUI's Wan 2.2 A14B template: the high-noise expert samples steps 0-10 and hands its
+    leftover noise to the low-noise expert for steps 10-20; each expert through its own Scope."""
+    g = Graph()
+    high, low, vae, positive, negative, latent, sockets = _wan22_inputs(g)
     first = g.add("KSamplerAdvanced", ["enable", 0, "randomize", 20, 3.5, "euler", "simple", 0, 10, "enable"],
                   sockets, [("LATENT", "LATENT")], title="KSampler (Advanced): high-noise steps 0-10")
     second = g.add("KSamplerAdvanced", ["disable", 0, "fixed", 20, 3.5, "euler", "simple", 10, 10000, "disable"],
@@ -547,16 +554,7 @@ def compare_wan22_sparse() -> Graph:
     experts through Scopes at their defaults (dense), then both through Scopes with sparse set to
     sol-attn; both videos decoded into Sage Attention Compare (a = dense, b = sparse) and saved."""
     g = Graph()
-    high = _sd3_shift(g, _unet(g, "wan2.2_t2v_high_noise_14B_fp8_scaled.safetensors", "Load high-noise expert"), 8.0)
-    low = _sd3_shift(g, _unet(g, "wan2.2_t2v_low_noise_14B_fp8_scaled.safetensors", "Load low-noise expert"), 8.0)
-    clip = g.add("CLIPLoader", ["umt5_xxl_fp8_e4m3fn_scaled.safetensors", "wan", "default"], [], [("CLIP", "CLIP")])
-    vae = g.add("VAELoader", ["wan_2.1_vae.safetensors"], [], [("VAE", "VAE")])
-    positive = _encode(g, clip, 0, "a close-up of a young woman smiling gently in the rain, raindrops on her face "
-                                   "and eyelashes, soft light reflecting off her skin")
-    negative = _encode(g, clip, 0, WAN_NEGATIVE)
-    latent = g.add("EmptyHunyuanLatentVideo", [1280, 704, 81, 1], [], [("LATENT", "LATENT")])
-    sockets = [("model", "MODEL"), ("positive", "CONDITIONING"), ("negative", "CONDITIONING"),
-               ("latent_image", "LATENT")]
+    high, low, vae, positive, negative, latent, sockets = _wan22_inputs(g)
     # the same seed in both runs: keep them equal (the low-noise pass adds no noise)
     high_widgets = ["enable", 42, "fixed", 20, 3.5, "euler", "simple", 0, 10, "enable"]
     low_widgets = ["disable", 42, "fixed", 20, 3.5, "euler", "simple", 10, 10000, "disable"]
