@@ -37,7 +37,8 @@ synchronise before and after, none between steps); each Scope arm's first-genera
 its Status payload reports it (``last_ms``: the generation's sampling and kernel-timing ms), and
 again after its next generation (0 once routing is measured).
 
-Writes model_steps.md / .json (whole_generations.md / .json with --whole) under --out; the GPU
+Writes model_steps.md / .json (whole_generations.md / .json with --whole) under --out (the .json
+with each Scope arm's last-generation calls per shape and route, and its step trials); the GPU
 runs' logs are kept under bench/runs/. The video and DiT run of the GPU issue:
 
     python bench/model_steps.py --depth full --family Wan "Wan 2.2 5B" HunyuanVideo SD3@1024 SD3@2048 Chroma@1024
@@ -129,11 +130,12 @@ class LocalArm:
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
         latent, step_ms = self.gens.run(self.name, self.steps)
-        got = {"step_ms": step_ms, "counts": {}, "timing_ms": None, "peak_gib": None}
+        got = {"step_ms": step_ms, "counts": {}, "routes": {}, "timing_ms": None, "peak_gib": None}
         if device.type == "cuda":
             got["peak_gib"] = torch.cuda.max_memory_allocated(device) / 2 ** 30
         if self.gens.scoped(self.name):
-            got.update(counts=harness.counts(self.pack), timing_ms=kernel_timing_ms(self.pack))
+            got.update(counts=harness.counts(self.pack), routes=harness.routes(self.pack),
+                       timing_ms=kernel_timing_ms(self.pack))
         if reference is None:
             got["latent"] = latent
         else:
@@ -188,7 +190,7 @@ def run_model(pack, family, size, arms: list[Arm], args, device, dtype, remote=N
         for index in range(args.rounds or len(orders)):
             for name in orders[index % len(orders)]:
                 got, result = runners[name](reference), results[name]
-                result["counts"] = got["counts"]
+                result["counts"], result["routes"] = got["counts"], got.get("routes", {})
                 result.setdefault("rel_l2", got.get("rel_l2"))
                 result["step_ms"].append(timed_steps_mean(got["step_ms"], args.warm_steps))
                 if got.get("peak_gib") is not None:
@@ -246,7 +248,8 @@ def run_whole(pack, family, size, arms: list[Arm], args, device, dtype) -> dict:
             _, ms = whole_generation(gens, name, args.whole, device)
             results[name]["ms"].append(ms)
             if gens.scoped(name):
-                results[name].update(status_next=last_ms(pack), counts=harness.counts(pack))
+                results[name].update(status_next=last_ms(pack), counts=harness.counts(pack),
+                                     routes=harness.routes(pack))
     for result in results.values():
         result["whole_ms"] = statistics.median(result["ms"])
     gens = None

@@ -10,6 +10,7 @@ import torch
 from comfy_api.latest import io, ui
 
 from ..patches import sampling
+from ..patches.sampling import SCOPE_OFF_SUFFIX, SPARSE_SUFFIX
 from . import session
 
 UI_KEY = "sage_attention_compare"
@@ -132,22 +133,43 @@ def compare_latents(a_latent: dict, b_latent: dict):
 
 
 def timing_lines(run: list[dict]) -> list[str]:
-    """This prompt's sampling time per model as the Scope recorded it, each Scope-off run before its
-    Scope-on partner, which gets the speed-up."""
+    """This prompt's sampling time per model as the Scope recorded it: each model's Scope-off run, then
+    its dense Scope run with the speed-up over the Scope-off one, then its sparse run with the speed-up
+    over the dense one (over the Scope-off one where no dense run was made)."""
     timed = {m["model"]: m["sampling_ms"] for m in run if m["sampling_ms"]}
-    off = " (Scope off)"
-    bases = list(dict.fromkeys(label.removesuffix(off) for label in timed))
+    bases = list(dict.fromkeys(_base_label(label) for label in timed))
     parts = []
     for base in bases:
-        if base + off in timed:
-            parts.append(f"{base}{off}: {timed[base + off] / 1e3:.2f} s")
-        if base in timed:
-            speedup = f" ({timed[base + off] / timed[base]:.2f}x)" if base + off in timed else ""
-            parts.append(f"{base}: {timed[base] / 1e3:.2f} s{speedup}")
+        off, dense, sparse = (timed.get(base + suffix) for suffix in (SCOPE_OFF_SUFFIX, "", SPARSE_SUFFIX))
+        if off is not None:
+            parts.append(f"{base}{SCOPE_OFF_SUFFIX}: {off / 1e3:.2f} s")
+        if dense is not None:
+            parts.append(f"{base}: {dense / 1e3:.2f} s{_speedup(off, dense, '')}")
+        if sparse is not None:
+            if dense is not None:
+                faster = _speedup(dense, sparse, " over dense")
+            else:
+                faster = _speedup(off, sparse, "")
+            parts.append(f"{base}{SPARSE_SUFFIX}: {sparse / 1e3:.2f} s{faster}")
     if not parts:
         return ["Sampling time: none recorded in this run (the Scope records runs whose model goes through a "
                 "Sage Attention Scope node, enabled or not)"]
     return ["Sampling time: " + "; ".join(parts)]
+
+
+def _base_label(label: str) -> str:
+    """A model's label without what tells its runs apart (Scope off, sparse)."""
+    for suffix in (SCOPE_OFF_SUFFIX, SPARSE_SUFFIX):
+        if label.endswith(suffix):
+            return label.removesuffix(suffix)
+    return label
+
+
+def _speedup(reference_ms, ms: float, against: str) -> str:
+    """" (1.25x)": how many times faster than ``reference_ms``; nothing without a reference."""
+    if reference_ms is None:
+        return ""
+    return f" ({reference_ms / ms:.2f}x{against})"
 
 
 def compare(image_a=None, image_b=None, latent_a=None, latent_b=None, label_a="", label_b=""):

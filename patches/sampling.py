@@ -31,7 +31,7 @@ def scope_for_family(model_patcher, settings: Settings, session: Session):
     model of no supported family or (scope enabled) on a device without a kernel, said once."""
     found, ledger = families.recognise(model_patcher), session.ledger
     label = ledger.model_label(found.name, getattr(model_patcher, "model", model_patcher), run_id())
-    label += "" if settings.enabled else " (Scope off)"  # a with/without comparison's two runs, apart
+    label += run_suffix(settings)  # a comparison's runs of one model (off, dense, sparse), apart
     why_not = None if found.opens else found.message
     if why_not is None and settings.enabled:
         device = model_patcher.load_device
@@ -52,6 +52,20 @@ def scope_for_family(model_patcher, settings: Settings, session: Session):
         log.log(logging.WARNING if found.opens else logging.INFO,
                 "Sage Attention Scope passes the model %s through unchanged: %s", label, why_not)
     return model_patcher, found
+
+
+SCOPE_OFF_SUFFIX = " (Scope off)"
+SPARSE_SUFFIX = " (sparse)"
+
+
+def run_suffix(settings: Settings) -> str:
+    """What sets a model's label apart in a run that samples it more than one way (Compare's with and
+    without the Scope, dense and sparse): its sampling times are kept apart under these labels."""
+    if not settings.enabled:
+        return SCOPE_OFF_SUFFIX
+    if settings.sparse != "off":
+        return SPARSE_SUFFIX
+    return ""
 
 
 def apply_scope(model_patcher, settings: Settings, session: Session, family=None, label: str = ""):

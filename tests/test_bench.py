@@ -115,6 +115,11 @@ def test_per_step_arms_run_whole_generations_through_the_scope(session):
     for name in ("scope", "always"):
         (counts,) = results[name]["counts"].values()
         assert counts["sage"] == args.steps * calls_per_step and results[name]["rel_l2"] < 1e-3
+        # which kernel took which calls is recorded beside the counts (one route here: the double)
+        (routes,) = results[name]["routes"].values()
+        assert {route for shape in routes["calls"].values() for route in shape} == {"double"}
+        assert sum(n for shape in routes["calls"].values() for n in shape.values()) == counts["sage"]
+        assert routes["step_trials"] == []  # the step trial runs on a GPU only
     assert results["no node"]["rel_l2"] == 0.0 and results["no node"]["counts"] == {}
     # a warm-up generation, then two rounds, for the two scoped arms
     assert len(kernel.calls) == 2 * (1 + args.rounds) * args.steps * calls_per_step

@@ -389,12 +389,9 @@ def test_typing_a_min_seq_len_keeps_what_was_typed(session, page, server):
     assert shown["prompt"]["2"]["inputs"]["min_seq_len"] == 300  # and the prompt sends it
 
 
-EXPERT_INPUTS = ("min_seq_len", "first_call_check", "smooth_k", "routing", "first_blocks", "last_blocks")
-
-
 def test_a_new_scope_node_shows_its_expert_inputs_only_on_request_where_comfyui_marks_them(session, page, server):
-    """ComfyUI 0.33 marks the expert inputs advanced: the node shows at most five widgets until its
-    "Show Advanced" is on. 0.3.75 has no such mark: all ten show, as before."""
+    """ComfyUI 0.33 marks the expert inputs advanced: the node shows only the others until its "Show
+    Advanced" is on. 0.3.75 has no such mark: every widget shows, as before."""
     page.evaluate("() => window.app.graph.clear()")
     shown = page.evaluate("""() => {
         const node = window.LiteGraph.createNode('SageAttentionScope');
@@ -404,13 +401,16 @@ def test_a_new_scope_node_shows_its_expert_inputs_only_on_request_where_comfyui_
         if (node.toggleAdvanced) node.toggleAdvanced();
         return {folded, unfolded: shown(), values: node.serialize().widgets_values.length};
     }""")
-    advanced = server.get("/object_info/SageAttentionScope")["SageAttentionScope"]["input"]["required"]
-    if any(options.get("advanced") for _, options in advanced.values() if isinstance(options, dict)):
-        assert shown["folded"] == ["enabled", "kernel", "start_percent", "end_percent"]
-        assert set(shown["unfolded"]) == set(shown["folded"]) | set(EXPERT_INPUTS)
+    schema = server.get("/object_info/SageAttentionScope")["SageAttentionScope"]["input"]
+    inputs = {**schema["required"], **schema.get("optional", {})}
+    widgets = [name for name in inputs if name != "model"]
+    expert = {name for name, (_, options) in inputs.items() if isinstance(options, dict) and options.get("advanced")}
+    if expert:
+        assert shown["folded"] == ["enabled", "kernel", "start_percent", "end_percent", "sparse"]
+        assert set(shown["unfolded"]) == set(widgets) and expert == set(widgets) - set(shown["folded"])
     else:
-        assert len(shown["folded"]) == 10 == len(shown["unfolded"])
-    assert shown["values"] == 10  # folded or not, every value is saved and sent
+        assert shown["folded"] == shown["unfolded"] and set(shown["folded"]) == set(widgets)
+    assert shown["values"] == len(widgets) == 16  # folded or not, every value is saved and sent
 
 
 def test_after_a_replacing_node_is_removed_the_status_says_the_scope_served_the_run(session, page, server):

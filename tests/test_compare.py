@@ -147,6 +147,30 @@ def test_sampling_times_of_this_run_with_the_scope_off_and_on(session):
         assert "none recorded in this run" in run(image_a=a, image_b=a)[2]
 
 
+def test_dense_and_sparse_runs_of_one_model_keep_their_own_sampling_times(session):
+    """The Dense vs sparse template samples one model through a dense Scope and a sparse one: each run
+    has its own time (not their sum), and the sparse one's speed-up is over the dense one."""
+    from comfy_execution.utils import CurrentNodeContext
+    model, a = tiny_flux(), image()
+    with registered(session, make_kernel("double", RecordingKernel())):
+        with CurrentNodeContext("dense vs sparse", "2"):
+            sample(scoped_model(model, kernel="double", min_seq_len=1), flux_conditioning())
+        with CurrentNodeContext("dense vs sparse", "3"):
+            sample(scoped_model(model, kernel="double", min_seq_len=1, sparse="sol-attn"), flux_conditioning())
+        with CurrentNodeContext("dense vs sparse", "9"):
+            _, shown, text = run(image_a=a, image_b=a)
+    run_record = {m["model"]: m["sampling_ms"] for m in _payload_run(session, "dense vs sparse")}
+    assert set(run_record) == {"FLUX.1 (Flux)", "FLUX.1 (Flux) (sparse)"}
+    line = next(line for line in shown["lines"] if line.startswith("Sampling time: "))
+    found = re.fullmatch(r"Sampling time: FLUX\.1 \(Flux\): (\d+\.\d\d) s; "
+                         r"FLUX\.1 \(Flux\) \(sparse\): (\d+\.\d\d) s \((\d+\.\d\d)x over dense\)", line)
+    assert found, line
+    assert float(found[1]) == pytest.approx(run_record["FLUX.1 (Flux)"] / 1e3, abs=0.006)
+    assert float(found[2]) == pytest.approx(run_record["FLUX.1 (Flux) (sparse)"] / 1e3, abs=0.006)
+    assert float(found[3]) == pytest.approx(run_record["FLUX.1 (Flux)"] / run_record["FLUX.1 (Flux) (sparse)"],
+                                            abs=0.006)
+
+
 def _payload_run(session, run_id):
     from sage_attention_scope.nodes.status import payload
     return payload(session, run_id)["run"]

@@ -157,11 +157,23 @@ def kernel_timing_ms(pack) -> float | None:
     return None if last is None else last.get("timing")
 
 
-def counts(pack) -> dict:
-    """The last generation's counters per device, as the Status node reports them."""
+def _status_devices(pack) -> dict:
+    """The Status node's per-device payload of this session."""
     session = getattr(pack.nodes, "SESSION", None)
     snap = pack.nodes.status.payload(session) if session is not None else pack.patches.snapshot()
-    return {device: info["last_generation"] for device, info in snap["devices"].items()}
+    return snap["devices"]
+
+
+def counts(pack) -> dict:
+    """The last generation's counters per device, as the Status node reports them."""
+    return {device: info["last_generation"] for device, info in _status_devices(pack).items()}
+
+
+def routes(pack) -> dict:
+    """Per device: the last generation's calls per shape and route (a kernel's name, or ComfyUI) and
+    the step trials' verdicts, as the Status node reports them (an older tree reports neither)."""
+    return {device: {"calls": info.get("route_calls", {}).get("last", {}), "step_trials": info.get("steps", [])}
+            for device, info in _status_devices(pack).items()}
 
 
 # -- the other tree's process ----------------------------------------------------------------

@@ -7,7 +7,7 @@ import time
 
 import torch
 
-from .arms import Arm, arm_problems, counts, kernel_timing_ms, scope, unbound_kernel, wrapped
+from .arms import Arm, arm_problems, counts, kernel_timing_ms, routes, scope, unbound_kernel, wrapped
 from .families import bench_model
 from .models import flat_latent, sample
 
@@ -71,9 +71,9 @@ def remote_handlers(pack) -> dict:
 
     def run(name, steps, reference=None):
         latent, step_ms = state["gens"].run(name, steps)
-        result = {"step_ms": step_ms, "counts": {}, "timing_ms": None}
+        result = {"step_ms": step_ms, "counts": {}, "routes": {}, "timing_ms": None}
         if state["gens"].scoped(name):
-            result.update(counts=counts(pack), timing_ms=kernel_timing_ms(pack))
+            result.update(counts=counts(pack), routes=routes(pack), timing_ms=kernel_timing_ms(pack))
         if reference:
             result["rel_l2"] = rel_l2(latent, torch.load(reference).to(latent.device))
         return result
