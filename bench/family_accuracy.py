@@ -26,7 +26,7 @@ import comfy.model_management  # noqa: E402
 
 from sage_attention_scope.nodes.status import payload
 from sage_attention_scope.patches import Session, Settings, checks, families, scope_for_family  # noqa: E402
-from sas_harness.doubles import make_kernel, reference_attention  # noqa: E402
+from sas_harness.doubles import add_kernel, make_kernel, reference_attention  # noqa: E402
 from sas_harness.families import CASES, Case, bench_model, lacking  # noqa: E402
 from sas_harness.host import comfyui_version  # noqa: E402
 from sas_harness.models import sample  # noqa: E402
@@ -68,7 +68,7 @@ def probe_backend(session, device, kernel: str):
 def run_family(case: Case, small: bool, device, dtype, kernel: str) -> dict:
     session = Session(store=None)
     backend, probe = probe_backend(session, device, kernel)
-    session.knowledge.add_backend(backend)
+    add_kernel(session.knowledge, backend)
     model, conditioning, latent_hw, channels, latent = bench_model(case.family, None, "reduced", small, dtype, device)
     try:
         settings = Settings(kernel=PROBE, min_seq_len=case.min_seq_len if small else 1024, routing="always")

@@ -134,12 +134,12 @@ def measure() -> dict:
     sas_harness.boot()
     import torch
 
-    from sas_harness.doubles import make_kernel, reference_attention
+    from sas_harness.doubles import add_kernel, make_kernel, reference_attention
     from sas_harness.host import import_pack
 
     pack = import_pack()
     session = pack.patches.Session(store=None)
-    getattr(session, "knowledge", session).add_backend(make_kernel("double", reference_attention))
+    add_kernel(getattr(session, "knowledge", session), make_kernel("double", reference_attention))
     q, k, v = (torch.randn(1, 64, 2 * 64) for _ in range(3))
     declining, taking = router_for(pack, session, min_seq_len=100_000), router_for(pack, session, min_seq_len=1)
     slower = measured_slower(pack, router_for(pack, session, min_seq_len=1, routing="measured"), q, k, v, 2)

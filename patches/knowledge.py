@@ -24,7 +24,7 @@ class Knowledge:
         self.lock = threading.RLock()
         self.clock, self.finder, self.store = clock, finder, store
         self.step_clock = timing.StepClock() if step_clock is None else step_clock
-        self.extra_backends: dict[str, backends.Backend] = {}  # test doubles, benchmark probes
+        self.registry: dict[str, backends.Backend] = dict(backends.REGISTRY)  # the kernels it knows, by name
         self.resolutions: dict[tuple[str, str], backends.Resolution] = {}
         self.checks: dict[CheckKey, CheckResult] = {}
         self.decisions: dict[BucketKey, Decision] = {}
@@ -36,17 +36,7 @@ class Knowledge:
     # -- kernels --------------------------------------------------------------------------------
 
     def backend(self, name: str) -> Optional[backends.Backend]:
-        return self.extra_backends.get(name) or backends.REGISTRY.get(name)
-
-    def add_backend(self, backend: Optional[backends.Backend], name: str = "") -> None:
-        """Adds ``backend`` (None: takes back ``name``); what was resolved before is forgotten."""
-        with self.lock:
-            if backend is None:
-                self.extra_backends.pop(name, None)
-            else:
-                self.extra_backends[backend.name] = backend
-            self.resolutions.clear()
-            self.version += 1
+        return self.registry.get(name)
 
     def is_exact(self, name: str) -> bool:
         """Whether the kernel called ``name`` is exact (torch's SDPA backends)."""
@@ -56,8 +46,8 @@ class Knowledge:
     def names(self) -> list[str]:
         """Every kernel choice the pack knows: ``auto``, ``exact`` and each kernel by name."""
         # (a sparse kernel is no kernel choice: the sparse input asks for it, and its gate comes with it)
-        known = {**backends.REGISTRY, **self.extra_backends}
-        return [backends.AUTO_CHOICE, backends.EXACT_CHOICE, *(name for name, b in known.items() if not b.sparse)]
+        return [backends.AUTO_CHOICE, backends.EXACT_CHOICE,
+                *(name for name, backend in self.registry.items() if not backend.sparse)]
 
     def usable(self, devices: list[torch.device]) -> list[str]:
         """``auto``, ``exact`` where an exact kernel binds, and every kernel bound on one of ``devices``."""

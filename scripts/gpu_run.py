@@ -504,12 +504,14 @@ def suite_command(names: tuple[str, ...], record: Path) -> tuple[list[str], dict
 
 def run_parts(runner: Runner, args, hosts: list, sets: list, places: dict[str, Path]) -> None:
     """Each part asked for, on each ComfyUI of ``hosts`` with each kernel set of ``sets`` on the path
-    (and the site parts that ComfyUI requires, as a user's install has them)."""
+    (and the site parts a carried ComfyUI requires, as a user's install has them)."""
     commands = bench_commands(args, places.get("compare"))
     for host in hosts:
         comfyui = Path(os.environ["COMFYUI_PATH"]) if host is None else places[host.name]
         label = "COMFYUI_PATH" if host is None else host.facts["version"]
-        required = sites_required_by(comfyui)
+        required = []  # $COMFYUI_PATH's requirements are its environment's, installed there
+        if host is not None:
+            required = sites_required_by(comfyui)
         for names in sets:
             kernels = joined(names, "+")
             on_path = list(names) + [name for name in required if name not in names]

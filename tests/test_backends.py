@@ -51,7 +51,7 @@ def sage3():
         calls.append(k)
         return doubles.sageattn3_blackwell(q, k, v, attn_mask, is_causal, per_block_mean, **kwargs)
     session = session_with({"sageattn3": types.SimpleNamespace(sageattn3_blackwell=sageattn3_blackwell)}, (12, 0))
-    session.knowledge.add_backend(on_cpu("sage3_fp4"))
+    doubles.add_kernel(session.knowledge, on_cpu("sage3_fp4"))
     return session, calls
 
 
@@ -109,7 +109,7 @@ def kitchen():
         return doubles.int8_attention(q, k, v, scale=scale, attn_mask=attn_mask)
     module = types.SimpleNamespace(int8_attention=int8_attention, int8_attention_is_available=lambda device: True)
     session = session_with({"comfy_kitchen": module})
-    session.knowledge.add_backend(on_cpu("kitchen_int8"))
+    doubles.add_kernel(session.knowledge, on_cpu("kitchen_int8"))
     return session, seen
 
 
@@ -172,7 +172,7 @@ def test_a_sageattention_2_whose_metadata_says_1_0_6_is_driven_as_2(session):
     assert resolution.bound.name == "sage2_fp8_sm90"
     assert resolution.bound.version == "SageAttention 2 (its distribution metadata says sageattention 1.0.6)"
     assert sa2.knowledge.kernel("sage1_triton", CUDA).bound is None  # its sageattn does not take smooth_k
-    sa2.knowledge.add_backend(on_cpu("sage2_fp8_sm90"))
+    doubles.add_kernel(sa2.knowledge, on_cpu("sage2_fp8_sm90"))
     routed(sa2, Settings(kernel="sage2_fp8_sm90", min_seq_len=1), [(*hnd(n=64, dtype=torch.float16), {})])
     assert fake.calls == ["sageattn_qk_int8_pv_fp8_cuda_sm90"]
     assert "cpu: sage2_fp8_sm90, SageAttention 2 (its distribution metadata says sageattention 1.0.6)" in render(

@@ -50,7 +50,7 @@ def machine(clock=None, *, sdpa=None, sage2=None, kitchen=None, capability=(9, 0
                       finder=backends.Finder(find, lambda module: "2.2.0", lambda device: capability),
                       step_clock=step_clock)
     for name in (*QUANTISED, *EXACT):
-        session.knowledge.add_backend(on_cpu(name))
+        doubles.add_kernel(session.knowledge, on_cpu(name))
     return session
 
 

@@ -45,7 +45,7 @@ def sol_attn_on_cpu() -> backends.Backend:
 def machine():
     """A session whose dense candidate is the double and whose sparse kernel is comfy-kitchen's own."""
     session = Session(store=None, clock=FakeClock())
-    session.knowledge.add_backend(sol_attn_on_cpu())
+    doubles.add_kernel(session.knowledge, sol_attn_on_cpu())
     kernel = RecordingKernel()
     with registered(session, make_kernel("double", kernel)):
         yield session, kernel
@@ -205,7 +205,7 @@ def test_without_sol_attn_the_calls_run_dense_and_the_log_names_the_version_that
     old_kitchen = doubles.library(int8_attention=doubles.int8_attention,
                                   int8_attention_is_available=doubles.int8_attention_is_available)
     session = Session(store=None, clock=FakeClock(), finder=backends.Finder(lambda name: old_kitchen))
-    session.knowledge.add_backend(sol_attn_on_cpu())
+    doubles.add_kernel(session.knowledge, sol_attn_on_cpu())
     kernel = RecordingKernel()
     with registered(session, make_kernel("double", kernel)), caplog.at_level(logging.WARNING):
         q, k, v = structured()
@@ -219,7 +219,7 @@ def test_measured_routing_takes_sparse_only_where_it_is_faster_than_the_best_den
     for sparse_ms, expected in ((0.5, "sparse"), (1.5, "dense")):
         session = Session(store=None, clock=FakeClock(kernel_ms=1.0, comfy_ms=2.0,
                                                       per_kernel={f"{SOL_ATTN} tau 1": sparse_ms}))
-        session.knowledge.add_backend(sol_attn_on_cpu())
+        doubles.add_kernel(session.knowledge, sol_attn_on_cpu())
         kernel = RecordingKernel()
         with registered(session, make_kernel("double", kernel)):
             q, k, v = structured()
@@ -236,7 +236,7 @@ def test_a_sparse_kernel_that_returns_nan_fails_its_gate(machine):
     def sol_attn_nan(q, k, v, tau=1.0, scale=None, sink_blocks=None, sink_q=None, key_bias=None, topk_ratio=0.0,
                      tail=True, block_len=None, coarse_gate=None, token_aug=0):
         return torch.full_like(q, float("nan"))
-    session.knowledge.add_backend(dataclasses.replace(sol_attn_on_cpu(), fn=sol_attn_nan))
+    doubles.add_kernel(session.knowledge, dataclasses.replace(sol_attn_on_cpu(), fn=sol_attn_nan))
     q, k, v = structured()
     outs = in_sparse_window(scoped_flux(session, sparse_gate=1.0), [(q, k, v, {})] * 2)
     assert all(bool(torch.isfinite(out).all()) for out in outs)

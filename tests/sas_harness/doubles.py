@@ -53,13 +53,37 @@ def make_kernel(name: str, function, *, devices=("cpu", "cuda"), dtypes=ALL_DTYP
         head_dims=frozenset(head_dims), dtypes=frozenset(dtypes), devices=frozenset(devices), fn=function, **declared)
 
 
+def add_kernel(knowledge, backend: backends.Backend) -> None:
+    """``backend`` known to ``knowledge`` as if the pack shipped it; what it resolved before is found
+    again, and what it decided is decided again. (A tree before the registry moved into the knowledge,
+    run side by side in a benchmark, has ``add_backend`` for it.)"""
+    if not hasattr(knowledge, "registry"):
+        knowledge.add_backend(backend)
+        return
+    with knowledge.lock:
+        knowledge.registry[backend.name] = backend
+        knowledge.resolutions.clear()
+        knowledge.version += 1
+
+
+def remove_kernel(knowledge, name: str) -> None:
+    """The kernel ``name`` taken back from ``knowledge`` (add_kernel's undoing)."""
+    if not hasattr(knowledge, "registry"):
+        knowledge.add_backend(None, name)
+        return
+    with knowledge.lock:
+        knowledge.registry.pop(name, None)
+        knowledge.resolutions.clear()
+        knowledge.version += 1
+
+
 @contextlib.contextmanager
 def registered(session, backend: backends.Backend):
-    session.knowledge.add_backend(backend)
+    add_kernel(session.knowledge, backend)
     try:
         yield backend
     finally:
-        session.knowledge.add_backend(None, backend.name)
+        remove_kernel(session.knowledge, backend.name)
 
 
 def raising(exc_factory):

@@ -36,7 +36,7 @@ def register_test_kernel() -> None:
     from sas_harness import doubles  # the server runs with tests/ on PYTHONPATH
     session = pack.nodes.SESSION
     if session.knowledge.backend(TEST_KERNEL) is None:
-        session.knowledge.add_backend(doubles.make_kernel(TEST_KERNEL, doubles.reference_attention))
+        doubles.add_kernel(session.knowledge, doubles.make_kernel(TEST_KERNEL, doubles.reference_attention))
 
 
 try:
