@@ -1,6 +1,7 @@
 """comfy-kitchen's kernels. ``int8_attention(q, k, v, *, scale=None, attn_mask=None)``: one fused INT8
 launch on (B, H, N, D) or strided views of it, head sizes up to 256 (padded inside), masks as SDPA takes
-them. Accurate everywhere measured, slower than SDPA on the H200: measured routing decides.
+them. Accurate everywhere measured, and slower than SDPA on some GPUs (docs/measured.md): measured routing
+decides.
 
 ``sol_attn`` (0.2.40 and newer): Sol-Attn, training-free sparse attention on (B, T, H, 128). Each
 64-token query block attends a routed subset of key blocks exactly and every other block through one
