@@ -151,10 +151,20 @@ def test_named_arms_take_turns_beside_the_other_trees_arms_that_it_knows(session
     assert "| FLUX.1 | default (previous) |" in table and "| FLUX.1 | forced |" in table
 
 
+def test_an_arm_takes_the_optional_sparse_inputs_typed_as_the_node_takes_them():
+    """The sparse inputs are optional inputs of the node (older workflows validate): an arm sets them
+    as it sets the required ones."""
+    bench = load("model_steps")
+    arm = bench.parse_arm(pack(), "sparse:sparse=sol-attn,sparse_gate=1.0,sparse_min_tokens=4096")
+    assert arm == ("sparse", {"sparse": "sol-attn", "sparse_gate": 1.0, "sparse_min_tokens": 4096})
+    assert bench.arm_problems(pack(), arm) == []
+
+
 @pytest.mark.parametrize("arm, says", [
     ("x:kernel=sdpa_nowhere", "arm x: kernel 'sdpa_nowhere' is unknown"),
     ("x:speed=3", "'speed=3' is not INPUT=VALUE for one of the Scope's inputs"),
     ("x:routing=sometimes", "arm x: routing 'sometimes' is not one of measured, always"),
+    ("x:sparse=dense", "arm x: sparse 'dense' is not one of off, sol-attn"),
     ("x:min_seq_len=many", "min_seq_len takes a int, got 'many'"),
     ("nameless", "write NAME:INPUT=VALUE"),
 ])

@@ -56,9 +56,11 @@ def start_fresh(pack) -> None:
 
 
 def scope_inputs_of(pack) -> dict[str, list]:
-    """The Scope node's inputs other than the model: name -> [type, options], as ComfyUI describes them."""
-    required = pack.nodes.scope.SageAttentionScope.GET_NODE_INFO_V1()["input"]["required"]
-    return {name: spec for name, spec in required.items() if name != "model"}
+    """The Scope node's inputs other than the model, required and optional (the sparse ones): name ->
+    [type, options], as ComfyUI describes them."""
+    described = pack.nodes.scope.SageAttentionScope.GET_NODE_INFO_V1()["input"]
+    inputs = {**described["required"], **described.get("optional", {})}
+    return {name: spec for name, spec in inputs.items() if name != "model"}
 
 
 def scope(pack, model, **inputs):
