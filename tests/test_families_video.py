@@ -72,6 +72,18 @@ def test_hunyuan_video_text_padding_mask_is_sliced_off_and_the_joint_calls_quali
     torch.testing.assert_close(routed, plain, **TOLERANCE)
 
 
+def test_where_the_sparse_tier_places_hunyuan_videos_text_is_where_this_comfyui_puts_it(session):
+    """The sparse kernel keeps HunyuanVideo's text rows exact as sinks, at the place the family reads
+    from the ComfyUI running. That place, seen through the real model: the padded text keys come
+    trailing (sliced off, nothing copied) exactly where the text comes last."""
+    _, _, _, counts = _hunyuan_video_under(session, text_mask(padding=HV_PADDING))
+    padded_keys_trailing = counts["copied"] == 0
+    placed = families.REGISTRY["HunyuanVideo"].text_position()
+    assert counts["masks_dropped"] == joint_blocks(TINY_HUNYUAN_VIDEO)  # every joint call had the padding
+    assert placed in (families.TEXT_FIRST, families.TEXT_LAST)
+    assert (placed == families.TEXT_LAST) == padded_keys_trailing
+
+
 def test_hunyuan_video_a_hole_in_the_text_mask_is_left_out_by_gathering_the_other_keys(session):
     """A text token masked inside the prompt: the same key masked for every query, not trailing: the
     joint calls get the other keys gathered (a copy) and run on the kernel."""
