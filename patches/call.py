@@ -117,7 +117,8 @@ class Call:
     def layout_problem(self) -> Optional[str]:
         """Why no kernel can take these tensors, even copied, or None."""
         q, k, v = self.q, self.k, self.v
-        if not q.ndim == k.ndim == v.ndim == (4 if self.skip_reshape else 3):
+        dimensions = 4 if self.skip_reshape else 3
+        if not q.ndim == k.ndim == v.ndim == dimensions:
             return f"q/k/v of {q.ndim}/{k.ndim}/{v.ndim} dimensions"
         if self.skip_reshape:
             heads_match = q.shape[1] == self.heads
@@ -126,9 +127,11 @@ class Call:
         if not heads_match:
             return "head count does not match q"
         kv_heads = self.kv_heads
-        head_part = (k.shape[1], k.shape[-1]) if self.skip_reshape else (k.shape[-1],)
-        if k.shape != v.shape or k.shape[0] != q.shape[0] or head_part != (
-                (kv_heads, self.head_dim) if self.skip_reshape else (kv_heads * self.head_dim,)):
+        if self.skip_reshape:  # (B, H, N, D): heads and head size apart
+            head_part, expected_head_part = (k.shape[1], k.shape[-1]), (kv_heads, self.head_dim)
+        else:  # (B, N, H*D)
+            head_part, expected_head_part = (k.shape[-1],), (kv_heads * self.head_dim,)
+        if k.shape != v.shape or k.shape[0] != q.shape[0] or head_part != expected_head_part:
             return "mismatched q/k/v shapes"
         if not kv_heads or self.heads % kv_heads:
             return f"{self.heads} query heads cannot share {kv_heads} key/value heads"
