@@ -63,7 +63,7 @@ def run_suffix(settings: Settings) -> str:
     without the Scope, dense and sparse): its sampling times are kept apart under these labels."""
     if not settings.enabled:
         return SCOPE_OFF_SUFFIX
-    if settings.sparse != "off":
+    if settings.sparse_on:
         return SPARSE_SUFFIX
     return ""
 

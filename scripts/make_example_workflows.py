@@ -391,13 +391,19 @@ def compare_sdxl() -> Graph:
         g.link(scope, 0, sampler, "model")
         latents.append(sampler)
     images = [_decode(g, sampler, ckpt, 2) for sampler in latents]
-    compare = g.add("SageAttentionCompare", COMPARE_LABELS,
+    _compare_images(g, images, COMPARE_LABELS)
+    return g
+
+
+def _compare_images(g: Graph, images: list, labels: list) -> None:
+    """Sage Attention Compare of two decoded runs (a, b: ``images``' first output each), under ``labels``,
+    with a Status after it."""
+    compare = g.add("SageAttentionCompare", labels,
                     [("image_a", "IMAGE"), ("image_b", "IMAGE"), ("latent_a", "LATENT"), ("latent_b", "LATENT")],
                     [("comparison", "IMAGE")])
     g.link(images[0], 0, compare, "image_a")
     g.link(images[1], 0, compare, "image_b")
     g.status(compare, 0)
-    return g
 
 
 def flux1_dev() -> Graph:
@@ -574,12 +580,7 @@ def compare_wan22_sparse() -> Graph:
         decoded = _decode(g, second, vae, 0)
         _save_video(g, decoded, 16.0, f"video/wan22_t2v_{arm}")
         frames.append(decoded)
-    compare = g.add("SageAttentionCompare", SPARSE_COMPARE_LABELS,
-                    [("image_a", "IMAGE"), ("image_b", "IMAGE"), ("latent_a", "LATENT"), ("latent_b", "LATENT")],
-                    [("comparison", "IMAGE")])
-    g.link(frames[0], 0, compare, "image_a")
-    g.link(frames[1], 0, compare, "image_b")
-    g.status(compare, 0)
+    _compare_images(g, frames, SPARSE_COMPARE_LABELS)
     return g
 
 
