@@ -1,13 +1,13 @@
 """Per call, the router's own cost on the CPU: tiny tensors, so that the router dominates; a call declined
 early (too short), one declined late (its shape bucket measured slower: every check of ``decide`` made, the
 common route of a host-bound model's calls) and an eligible one on a CPU kernel double (routing always, no
-first-call check), each against the function it ends in called bare. Microseconds, the median of rounds;
-one thread. Then whole sampling steps of a tiny FLUX.1 whose every call keeps ComfyUI's attention (too
-short for the floor): per step after the first, what the Scope adds over no override, beside what an
-override that only calls ComfyUI's function adds (the issue's bar: the Scope may cost no more than that).
-After the first step the Scope steps aside (no override is installed), so its figure is a few tens of
-microseconds a step; on a CPU both step figures are within the noise of a step of milliseconds, and
-either may come out below zero.
+first-call check), each against the function it ends in called bare, in the same round. Microseconds,
+the median of rounds; one thread. Then whole sampling steps of a tiny FLUX.1 whose every call keeps
+ComfyUI's attention (too short for the floor): per step after the first, what the Scope adds over no
+override, beside what an override that only calls ComfyUI's function adds (the issue's bar: the Scope may
+cost no more than that). After the first step the Scope steps aside (no override is installed), so its
+figure is a few tens of microseconds a step; on a CPU both step figures are within the noise of a step of
+milliseconds, and either may come out below zero.
 
     python bench/router_cost.py [--compare DIR] [--runs 3]
 
@@ -160,11 +160,15 @@ def measure() -> dict:
                 fn()
             times[name].append((time.perf_counter() - start) / N * 1e6)
     us = {name: statistics.median(t) for name, t in times.items()}
-    bare_sdpa = us["declined: bare SDPA"]
+
+    def over(name, bare):
+        """The router's part: per round the arm less the bare function in the same round (a busy machine's
+        drift between rounds cancels, as in steps_cost), the median of the rounds."""
+        return statistics.median(arm - plain for arm, plain in zip(times[name], times[bare]))
     return {**us, **steps_cost(pack, session),
-            "router on a declined call": us["declined: through the router"] - bare_sdpa,
-            "router on a call measured slower": us["measured slower: through the router"] - bare_sdpa,
-            "router on a kernel call": us["kernel: through the router"] - us["kernel: bare double"]}
+            "router on a declined call": over("declined: through the router", "declined: bare SDPA"),
+            "router on a call measured slower": over("measured slower: through the router", "declined: bare SDPA"),
+            "router on a kernel call": over("kernel: through the router", "kernel: bare double")}
 
 
 if __name__ == "__main__":
