@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from comfy_api.latest import io
 
-from ..patches import Reason, Session, backends, sampling, timing
+from ..patches import Reason, Session, backends, decide, sampling
 from ..patches.ledger import Tally
 from . import cuda_devices, session
 
@@ -70,7 +70,7 @@ def payload(state: Session, run_id=None) -> dict[str, Any]:
             "session": counts["session"], "last_generation": counts["last_generation"], "handed": counts["handed"],
             "route_calls": counts["route_calls"],
             "checks": [dataclasses.asdict(r) | {"key": r.key.describe()} for r in learned["checks"]],
-            "steps": [{"model": shape[0], "latent": list(shape[1]), "scope_ms": verdict.scope_ms,
+            "steps": [{"model": shape.model, "latent": list(shape.latent_shape), "scope_ms": verdict.scope_ms,
                        "comfy_ms": verdict.comfy_ms, "keep_scope": verdict.keep_scope, "text": verdict.describe()}
                       for shape, verdict in learned["steps"]],
             "routing": [{"bucket": m.key.describe(), "kernel": m.key.kernel, "kernel_ms": m.kernel_ms,
@@ -80,7 +80,7 @@ def payload(state: Session, run_id=None) -> dict[str, Any]:
                         for m in learned["decisions"]],
             "buckets": [verdict | {"calls_last": counts["route_calls"]["last"].get(verdict["bucket"], {}),
                                    "calls_session": counts["route_calls"]["session"].get(verdict["bucket"], {})}
-                        for verdict in timing.bucket_verdicts(learned["decisions"], state.knowledge.is_exact)]}
+                        for verdict in decide.bucket_verdicts(learned["decisions"], state.knowledge.is_exact)]}
     return {
         "libraries": installed_libraries(state),
         "advice": install_advice(state, cuda_devices()),

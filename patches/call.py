@@ -1,22 +1,23 @@
 """The facts of one attention call, from what ``wrap_attn`` hands an override: ``(q, k, v, heads,
 mask=None, skip_reshape=False, skip_output_reshape=False, **kwargs)``. q/k/v are (B, H, N, D) with
 ``skip_reshape`` ("HND"), else (B, N, H*D), viewed as (B, N, H, D) ("NHD"). Only ``mask_kind`` looks
-into a tensor (one sync), when a decision needs it. ``block``: (type, index, count) where the model
-sets ``total_blocks`` (FLUX, Chroma, HunyuanVideo, Qwen-Image; a UNet's ``block_index`` is local).
+into a tensor (one sync), when a decision needs it. ``block``: where the call sits among the model's
+blocks, where the model sets ``total_blocks`` in its transformer options (a UNet's ``block_index`` is
+local to its stage, so it sets none).
 
-Three forms newer ComfyUI hands over are taken by a copy (``copies``): grouped-query k/v (``enable_gqa``:
-fewer key/value heads than query heads, OmniGen2 on 0.33) are repeated to the query's heads, as ComfyUI's own
-SageAttention path does; a q/k/v whose last dimension is not contiguous (comfy-kitchen's CPU RoPE from 0.2.40
-on) is made contiguous; and the keys a mask keeps for every query, where the masked ones are not all trailing
-(HunyuanVideo's text padding once its text comes first, ComfyUI 0.18 on), are gathered. The copy runs inside
-the kernel's arm, so measured routing weighs it against SDPA."""
+Three forms are taken by a copy (``copies``): grouped-query k/v (``enable_gqa``: fewer key/value heads
+than query heads) are repeated to the query's heads, as ComfyUI's own SageAttention path does; a q/k/v
+whose last dimension is not contiguous (a RoPE that returns strided views) is made contiguous; and the
+keys a mask keeps for every query, where the masked ones are not all trailing (a text padding placed
+before the image tokens), are gathered. The copy runs inside the kernel's arm, so measured routing
+weighs it against ComfyUI's attention."""
 from __future__ import annotations
 
 import dataclasses
 import enum
 import functools
 import math
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import torch
 
@@ -34,11 +35,26 @@ def allows_low_precision(arguments: dict[str, Any]) -> bool:
     return arguments.get("low_precision_attention", True) is not False
 
 
-def block_of(arguments: dict[str, Any]) -> Optional[tuple[str, int, int]]:
-    """(block type, index, count) where the model sets ``total_blocks`` in its transformer options, else None."""
+class Block(NamedTuple):
+    """Where a call sits among the model's blocks: its block type ("double", "single", ...), its index among
+    the blocks of that type, and how many there are."""
+    kind: str
+    index: int
+    count: int
+
+
+def block_of(arguments: dict[str, Any]) -> Optional[Block]:
+    """The call's block where the model sets ``total_blocks`` in its transformer options, else None."""
     options = arguments.get("transformer_options") or {}
     total = options.get("total_blocks")
-    return (options.get("block_type", ""), options.get("block_index", 0), total) if isinstance(total, int) else None
+    if not isinstance(total, int):
+        return None
+    return Block(options.get("block_type", ""), options.get("block_index", 0), total)
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """A dtype as the pack's keys and reports name it: ``bfloat16`` for ``torch.bfloat16``."""
+    return str(dtype).removeprefix("torch.")
 
 
 def signature(arguments: dict[str, Any]) -> Optional[tuple]:
@@ -64,8 +80,13 @@ class MaskKind(str, enum.Enum):
     MASKS = "masks"
 
 
-# Not frozen: one is made for most attention calls, and a frozen dataclass's __init__ costs five times a
-# plain one's (1.6 us more a call on this project's CPU, paid in full in a host-bound step). Read only.
+class MaskFacts(NamedTuple):
+    kind: MaskKind
+    keys_kept: int  # the keys the mask keeps for every query (all of them but under a key-padding mask)
+
+
+# Not frozen: one is made for most attention calls, and a frozen dataclass's __init__ costs several times a
+# plain one's, paid in full in a host-bound step. Read only, but for the sparse tier's text fields.
 @dataclasses.dataclass(eq=False)
 class Call:
     q: torch.Tensor
@@ -78,15 +99,16 @@ class Call:
     scale: Optional[float] = None
     low_precision: bool = True
     gqa: bool = False
-    block: Optional[tuple[str, int, int]] = None
+    block: Optional[Block] = None
     layout: str = NHD
     dtype: Optional[torch.dtype] = None  # the one dtype of q, k and v; None where they differ
+    dtype_name: str = ""                 # q's dtype in words (dtype_name): the checks' and buckets' keys
     q_len: int = 0                       # the sequence axis is the second-to-last in both layouts
     kv_len: int = 0
     head_dim: int = 0
     device_name: str = ""                # str(q.device): the key of every per-device record, made once a call
     text_at: str = ""                    # a sparse kernel's call: where the text tokens sit (families.TEXT_*)
-    text_tokens: int = 0                 # and how many (the model's context), set by the router
+    text_tokens: int = 0                 # and how many (the model's context); both set by the sparse tier
 
     @classmethod
     def from_arguments(cls, a: dict[str, Any]) -> Optional["Call"]:
@@ -107,12 +129,17 @@ class Call:
         return cls(q=q, k=k, v=v, heads=heads, mask=a.get("mask"), skip_reshape=hnd,
                    skip_output_reshape=bool(a.get("skip_output_reshape")), scale=a.get("scale"),
                    low_precision=allows_low_precision(a), gqa=bool(a.get("enable_gqa")), block=block_of(a),
-                   layout=layout, dtype=dtype, q_len=q.shape[-2], kv_len=k.shape[-2], head_dim=head_dim,
-                   device_name=str(q.device))
+                   layout=layout, dtype=dtype, dtype_name=dtype_name(q.dtype), q_len=q.shape[-2],
+                   kv_len=k.shape[-2], head_dim=head_dim, device_name=str(q.device))
 
     @property
     def device(self) -> torch.device:
         return self.q.device
+
+    @functools.cached_property
+    def unusable_layout(self) -> Optional[str]:
+        """Why no kernel can take these tensors, even copied, or None (read once a call, by ``decide``)."""
+        return self.layout_problem()
 
     def layout_problem(self) -> Optional[str]:
         """Why no kernel can take these tensors, even copied, or None."""
@@ -153,23 +180,27 @@ class Call:
 
     @property
     def mask_kind(self) -> MaskKind:
-        return self.mask_facts[0]
+        return self.mask_facts.kind
 
     @functools.cached_property
-    def mask_facts(self) -> tuple[MaskKind, int]:
-        """The mask's kind and the keys it keeps (all of them but under a key-padding mask)."""
+    def mask_facts(self) -> MaskFacts:
+        """The mask's kind and the keys it keeps."""
         mask = self.mask
-        if mask is None or not (mask.dtype == torch.bool or mask.is_floating_point()):
-            return (MaskKind.NONE if mask is None else MaskKind.MASKS), self.kv_len
+        if mask is None:
+            return MaskFacts(MaskKind.NONE, self.kv_len)
+        if not (mask.dtype == torch.bool or mask.is_floating_point()):
+            return MaskFacts(MaskKind.MASKS, self.kv_len)
         if mask.dtype == torch.bool:  # (ComfyUI's own CPU attention reads these as a bias: not sliced)
-            return (MaskKind.NOOP if bool(mask.all()) else MaskKind.MASKS), self.kv_len
+            return MaskFacts(MaskKind.NOOP if bool(mask.all()) else MaskKind.MASKS, self.kv_len)
         if not bool(mask.any()):
-            return MaskKind.NOOP, self.kv_len
+            return MaskFacts(MaskKind.NOOP, self.kv_len)
         keeps = self.keys_kept
         if keeps is None:
-            return MaskKind.MASKS, self.kv_len
+            return MaskFacts(MaskKind.MASKS, self.kv_len)
         kept = int(keeps.sum())
-        return (MaskKind.KEY_PADDING if bool(keeps[:kept].all()) else MaskKind.KEY_SUBSET), kept
+        if bool(keeps[:kept].all()):
+            return MaskFacts(MaskKind.KEY_PADDING, kept)
+        return MaskFacts(MaskKind.KEY_SUBSET, kept)
 
     @functools.cached_property
     def keys_kept(self) -> Optional[torch.Tensor]:
@@ -210,7 +241,7 @@ class Call:
             k, v = (t.repeat_interleave(self.heads // self.kv_heads, dim=heads_axis) for t in (k, v))
         keys_axis = -2 if self.skip_reshape else 1
         if self.mask is not None and self.mask_kind is MaskKind.KEY_PADDING:
-            k, v = (t.narrow(keys_axis, 0, self.mask_facts[1]) for t in (k, v))
+            k, v = (t.narrow(keys_axis, 0, self.mask_facts.keys_kept) for t in (k, v))
         elif self.mask is not None and self.mask_kind is MaskKind.KEY_SUBSET:
             k, v = (t.index_select(keys_axis, self.kept_index) for t in (k, v))
         q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))

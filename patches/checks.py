@@ -1,7 +1,8 @@
 """The first-call check: a candidate's output on a real call against ComfyUI's attention. A quantised
-kernel passes within ``MAX_REL_L2`` (SageAttention 2 lands at relative L2 <= 0.042 with cosine >= 0.999,
-and sageattention 1.0.6 at 77 keys at 0.28 with cosine 0.999: cosine alone cannot tell); an exact one
-within ``MAX_REL_L2_EXACT``, bf16 rounding with room (two exact bf16 backends differ by about 0.003)."""
+kernel passes within ``MAX_REL_L2`` and ``MIN_COSINE`` both (a kernel can keep a cosine near 1 while its
+relative L2 shows it wrong, so cosine alone cannot tell); an exact one within ``MAX_REL_L2_EXACT``, bf16
+rounding with room (two exact backends differ by their rounding alone). docs/measured.md has the
+figures these bounds were set from."""
 from __future__ import annotations
 
 import dataclasses
@@ -18,7 +19,7 @@ class CheckKey(NamedTuple):  # a tuple: made and hashed on every kernel call, so
     dtype: str
     head_dim: int
     kernel: str
-    keys: str = "long"  # key-length class, "short" or "long" (decide.SHORT_KEYS)
+    keys: str = "long"  # key-length class, "short" or "long" (decide.SHORT_KEYS); a tier's kind of call
 
     def describe(self) -> str:
         return f"{self.device} {self.dtype} d{self.head_dim} {self.keys} keys {self.kernel}"

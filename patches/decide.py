@@ -1,7 +1,12 @@
-"""The one decision, pure: which of the kernel choice's candidates may run this call, which one does,
-and if none, why the call keeps ComfyUI's own attention. It reads the call's facts, the candidates'
-declarations, the settings, what the pack knows about the machine and what the generation knows, and
-writes nothing; the eager override and the compiled path's op both ask it."""
+"""The one decision, pure: which of a call's candidates may run it, which one does, and if none, why the
+call keeps ComfyUI's own attention. It reads the call's facts, the candidates' declarations, the
+settings, what the pack knows about the machine and what the generation knows, and writes nothing; the
+eager override and the compiled path's op both ask it through the router.
+
+The refusals come in one order, cheapest first, each with its typed reason: the node's own switch and
+floors, the call's arguments, the step window, the block window, the device's record, each candidate's
+record and the mask (its test costs a sync), and last measured routing. Where no candidate is left, the
+reason is the one the first (the preferred) candidate was refused for."""
 from __future__ import annotations
 
 from typing import Callable, NamedTuple, Optional, Sequence
@@ -9,26 +14,40 @@ from typing import Callable, NamedTuple, Optional, Sequence
 import torch
 
 from .backends import Backend, Bound
-from .backends.kitchen import SOL_ATTN
 from .call import Call, MaskKind
-from .checks import CheckKey
+from .checks import CheckKey, CheckResult, judge
 from .generation import Generation
 from .knowledge import Knowledge
 from .reasons import Reason
-from .settings import ROUTING_MEASURED, SPARSE_SOL, Settings
-from . import timing
-from .timing import BucketKey, Decision, bucket
+from .settings import ROUTING_MEASURED, Settings
+from .timing import TIE_MARGIN, BucketKey, Decision, bucket, median
 
-SHORT_KEYS = 512  # accuracy depends on the key length too (1.0.6: wrong at 77 keys, right at 4k)
-SPARSE_KERNELS = {SPARSE_SOL: SOL_ATTN}  # the node's sparse choice -> the kernel that serves it
+SHORT_KEYS = 512  # a quantised kernel's accuracy depends on the key length too: short keys are checked apart
+
+
+class CheckRule:
+    """How a candidate's first call of a kind is judged against ComfyUI's result: within exact rounding
+    for an exact kernel, within the quantised bound for the rest, and only where first_call_check is on
+    (``always``: whatever it says). A tier brings its own rule (the sparse gate)."""
+    name = "Attention kernel first-call check"
+    always = False
+    fallback = "these calls keep ComfyUI's attention for this session"
+
+    def judge(self, key: CheckKey, result: torch.Tensor, reference: torch.Tensor, exact: bool) -> CheckResult:
+        return judge(key, result, reference, exact=exact)
+
+
+FIRST_CALL_CHECK = CheckRule()
 
 
 class Candidate(NamedTuple):
-    """A kernel a call may run on, with the keys its first-call check and its measured decision are
-    kept under (built once, by ``decide``)."""
+    """A kernel a call may run on, with the keys its first-call check and its measured decision are kept
+    under, the rule its check follows, and the tier that offered it ("": the kernel choice's own)."""
     bound: Bound
     check: CheckKey
     bucket: BucketKey
+    rule: CheckRule = FIRST_CALL_CHECK
+    tier: str = ""
 
     @property
     def name(self) -> str:
@@ -45,104 +64,48 @@ class Ruling(NamedTuple):
 
 
 def check_key(call: Call, backend: Backend) -> CheckKey:
-    return CheckKey(call.device_name, str(call.q.dtype)[6:], call.head_dim, backend.name,
+    return CheckKey(call.device_name, call.dtype_name, call.head_dim, backend.name,
                     "short" if call.kv_len < SHORT_KEYS else "long")
 
 
 def bucket_key(call: Call, backend: Backend) -> BucketKey:
-    return BucketKey(call.device_name, backend.name, str(call.q.dtype)[6:], call.head_dim, bucket(call.q_len),
+    return BucketKey(call.device_name, backend.name, call.dtype_name, call.head_dim, bucket(call.q_len),
                      bucket(call.kv_len))
 
 
-def sparse_name(backend: Backend, settings: Settings) -> str:
-    """A sparse kernel at the density asked for: how its gates and timings are kept apart."""
-    return f"{backend.name} {settings.sparse_density()}"
+def candidate_of(call: Call, bound: Bound) -> Candidate:
+    return Candidate(bound, check_key(call, bound.backend), bucket_key(call, bound.backend))
 
 
-def candidate_of(call: Call, bound: Bound, settings: Settings) -> Candidate:
-    """The candidate ``bound`` is for ``call``. A sparse kernel's gate is kept per kind of call: device,
-    dtype, head size, density, block type and key-length bucket (how far sparse lands from dense
-    depends on the layer and the length); its timing per density."""
-    backend = bound.backend
-    if not backend.sparse:
-        return Candidate(bound, check_key(call, backend), bucket_key(call, backend))
-    name = sparse_name(backend, settings)
-    block_type = call.block[0] if call.block is not None else ""
-    kind = f"{block_type} {bucket(call.kv_len)}".strip()
-    return Candidate(bound, CheckKey(call.device_name, str(call.q.dtype)[6:], call.head_dim, name, kind),
-                     bucket_key(call, backend)._replace(kernel=name))
-
-
-def sparse_refusal(call: Call, bound: Optional[Bound], settings: Settings, knowledge: Knowledge,
-                   generation: Generation, text_at: str) -> Optional[Reason]:
-    """Why the sparse kernel (``bound``: the one the node's sparse choice binds on the call's device, or
-    None) does not take ``call``, which then runs dense; None where it may (a candidate before the dense
-    ones). It takes the long self-attention calls of a family that says where its text tokens sit
-    (``text_at``), from the sparse window's start, past each block type's first block, unmasked, in a
-    dtype and head size it takes, of a kind whose gate has not failed."""
-    if bound is None:
-        return Reason.SPARSE_UNAVAILABLE
-    if not text_at:
-        return Reason.SPARSE_UNDECLARED
-    if not generation.in_sparse_steps:
-        return Reason.SPARSE_BEFORE_START
-    if call.q_len != call.kv_len:
-        return Reason.SPARSE_CROSS
-    if call.q_len < settings.sparse_min_tokens:
-        return Reason.SPARSE_SHORT
-    argument_reason = _argument_refusal(call, bound.backend)
-    if argument_reason is not None:
-        return argument_reason
-    if call.mask is not None:  # (sol_attn honours a bias only in its sink blocks)
-        return Reason.MASK
-    if call.block is not None and call.block[1] == 0:
-        return Reason.SPARSE_FIRST_BLOCK
-    gate = knowledge.check(candidate_of(call, bound, settings).check)
-    if gate is not None and not gate.passed:
-        return Reason.SPARSE_GATE
-    return None
-
-
-def decide(call: Call, candidates: Sequence[Bound], settings: Settings, knowledge: Knowledge,
-           generation: Generation) -> Ruling:
-    """The ruling on ``call`` among ``candidates`` (the kernel choice's, in order of preference).
-    ``knowledge`` says what the pack learned about the machine (retired devices, checks, measured
-    decisions), ``generation`` what this run knows (``oom``, ``in_steps``, ``host_bound``). The call's own
-    arguments are ruled on first (cheapest first), then the windows, the device's and each candidate's
-    record, the mask (its test costs a sync), and measured routing. Where no candidate is left, the
-    reason is the one the first candidate (the preferred) was refused for."""
+def decide(call: Call, bounds: Sequence[Bound], settings: Settings, knowledge: Knowledge, generation: Generation,
+           offered: Sequence[Candidate] = ()) -> Ruling:
+    """The ruling on ``call`` among ``offered`` (a tier's candidates, first) and ``bounds`` (the kernel
+    choice's, in order of preference)."""
     floor_q, floor_kv = settings.floors()
     if not settings.enabled:
         return Ruling(Reason.DISABLED)
     if call.q_len < floor_q or call.kv_len < floor_kv:
         return Ruling(Reason.TOO_SHORT)
-    if not candidates:
+    if not bounds and not offered:
         if call.device.type != "cuda":
             return Ruling(Reason.NOT_CUDA)
         return Ruling(Reason.NO_KERNEL)
     if not call.low_precision:
         return Ruling(Reason.LOW_PRECISION_OPT_OUT)
-    candidates, reason = _kept(candidates, lambda bound: _argument_refusal(call, bound.backend))
+    candidates = [*offered, *(candidate_of(call, bound) for bound in bounds)]
+    candidates, reason = _kept(candidates, lambda c: argument_refusal(call, c.bound.backend))
     if not candidates:
         return Ruling(reason)
     if not generation.in_steps:
         return Ruling(Reason.OUTSIDE_STEPS)
-    candidates, reason = _kept(candidates, lambda bound: _block_refusal(call, bound.backend, settings))
+    candidates, reason = _kept(candidates, lambda c: _block_refusal(call, c.bound.backend, settings))
     if not candidates:
         return Ruling(reason)
-    device = call.device_name
-    if knowledge.retired_why(device) is not None:
+    if knowledge.retired_why(call.device_name) is not None:
         return Ruling(Reason.DEVICE_RETIRED)
-    if device in generation.oom:
+    if call.device_name in generation.oom:
         return Ruling(Reason.OOM_EARLIER)
-    eligible, reason = [], None
-    for bound in candidates:
-        candidate = candidate_of(call, bound, settings)
-        refused = _record_refusal(call, candidate, knowledge)
-        if refused is None:
-            eligible.append(candidate)
-        elif reason is None:
-            reason = refused
+    eligible, reason = _kept(candidates, lambda c: _record_refusal(call, c, knowledge))
     if not eligible:
         return Ruling(reason)
     eligible = tuple(eligible)
@@ -159,30 +122,71 @@ def decide(call: Call, candidates: Sequence[Bound], settings: Settings, knowledg
 
 def fastest(eligible: Sequence[Candidate], decisions: Sequence[Optional[Decision]],
             host_bound: bool) -> Optional[Candidate]:
-    """The candidate that serves a shape bucket (``timing.fastest`` over their decisions), or None where
-    ComfyUI's attention keeps it."""
-    return timing.fastest([(candidate, candidate.bound.backend.exact, decision)
-                           for candidate, decision in zip(eligible, decisions)], host_bound)
+    """The candidate that serves a shape bucket (``serving`` over their decisions), or None where ComfyUI's
+    attention keeps it."""
+    return serving([(candidate, candidate.bound.backend.exact, decision)
+                    for candidate, decision in zip(eligible, decisions)], host_bound)
 
 
-def _kept(candidates: Sequence[Bound], refusal: Callable[[Bound], Optional[Reason]]):
+def serving(entries: list[tuple], host_bound: bool):
+    """The first item of the entry that serves a shape bucket, from ``(item, exact, decision)`` entries in
+    order of preference: the fastest kernel whose decision says it beats ComfyUI's attention in a step of
+    this pace (earlier entries win exact ties). A quantised winner must also beat the fastest exact kernel
+    by ``TIE_MARGIN``: a near tie goes to the exact kernel, as a near tie with ComfyUI's goes to ComfyUI's.
+    None where ComfyUI's attention keeps the bucket."""
+    timed = [(decision.kernel_ms, item, exact) for item, exact, decision in entries
+             if decision is not None and decision.use_kernel_when(host_bound)]
+    if not timed:
+        return None
+    winner_ms, winner, winner_exact = min(timed, key=lambda entry: entry[0])
+    exact = [entry for entry in timed if entry[2]]
+    if winner_exact or not exact:
+        return winner
+    exact_ms, best_exact, _ = min(exact, key=lambda entry: entry[0])
+    if winner_ms * (1.0 + TIE_MARGIN) >= exact_ms:
+        return best_exact
+    return winner
+
+
+def bucket_verdicts(decisions: list[Decision], is_exact: Callable[[str], bool]) -> list[dict]:
+    """Per shape bucket of ``decisions`` (their keys less the kernel), what serves it where the GPU sets
+    the step's pace: the winner (a kernel's name, or "ComfyUI"), its margin (ComfyUI's ms over the
+    winner's), every candidate's ms (None: it failed while timed), ComfyUI's, and whether every decision
+    came from the routing store (agreed on by earlier sessions)."""
+    shapes: dict[BucketKey, list] = {}
+    for decision in decisions:
+        shapes.setdefault(decision.key._replace(kernel=""), []).append(decision)
+    verdicts = []
+    for shape, group in shapes.items():
+        winner = serving([(d, is_exact(d.key.kernel), d) for d in group], host_bound=False)
+        verdicts.append({
+            "bucket": shape.describe(),
+            "winner": winner.key.kernel if winner is not None else "ComfyUI",
+            "margin": winner.margin if winner is not None else None,
+            "candidates": {d.key.kernel: d.kernel_ms for d in group},
+            "comfy_ms": winner.comfy_ms if winner is not None else median([d.comfy_ms for d in group]),
+            "saved": all(d.saved for d in group)})
+    return verdicts
+
+
+def _kept(candidates: Sequence[Candidate], refusal: Callable[[Candidate], Optional[Reason]]):
     """(the candidates ``refusal`` lets through, the first one's reason where it refused it, else the
     first reason given)."""
     kept, first = [], None
-    for bound in candidates:
-        reason = refusal(bound)
+    for candidate in candidates:
+        reason = refusal(candidate)
         if reason is None:
-            kept.append(bound)
+            kept.append(candidate)
         elif first is None:
             first = reason
     return kept, first
 
 
-def _argument_refusal(call: Call, backend: Backend) -> Optional[Reason]:
+def argument_refusal(call: Call, backend: Backend) -> Optional[Reason]:
     """Why ``backend`` cannot take the call's arguments as they are, or None."""
     if call.dtype not in backend.dtypes:
         return Reason.DTYPE
-    if call.layout_problem() or not (call.layout in backend.layouts or backend.transposed_views):
+    if call.unusable_layout or not (call.layout in backend.layouts or backend.transposed_views):
         return Reason.LAYOUT
     if call.head_dim not in backend.head_dims:
         return Reason.HEAD_DIM
@@ -200,7 +204,7 @@ def _block_refusal(call: Call, backend: Backend, settings: Settings) -> Optional
         return None
     first = settings.first_blocks if settings.first_blocks >= 0 else backend.edge_blocks[0]
     last = settings.last_blocks if settings.last_blocks >= 0 else backend.edge_blocks[1]
-    if call.block[1] < first or call.block[1] >= call.block[2] - last:
+    if call.block.index < first or call.block.index >= call.block.count - last:
         return Reason.OUTSIDE_BLOCKS
     return None
 

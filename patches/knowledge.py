@@ -3,7 +3,7 @@ binds on each device, the first-call checks' verdicts, measured routing's decisi
 and the devices retired after repeated kernel errors. ``decide`` and the router read it; nothing here
 is a count or a report (that is the ledger's). Every write holds the lock: models sample on more than
 one thread (two prompts, two GPUs). Every write that can change a decision also moves ``version`` on,
-so that what was decided under an earlier version is decided again (``Generation.route_seen``)."""
+so that what was decided under an earlier version is decided again (``generation.Epoch``)."""
 from __future__ import annotations
 
 import collections
@@ -28,7 +28,7 @@ class Knowledge:
         self.resolutions: dict[tuple[str, str], backends.Resolution] = {}
         self.checks: dict[CheckKey, CheckResult] = {}
         self.decisions: dict[BucketKey, Decision] = {}
-        self.step_verdicts: dict[tuple, timing.StepVerdict] = {}  # step shape (sampling.step_shape) -> verdict
+        self.step_verdicts: dict[tuple, timing.StepVerdict] = {}  # (StepShape, Epoch) -> verdict (step_trial.py)
         self.retired: dict[str, str] = {}  # device -> why
         self.triton_streak: collections.Counter = collections.Counter()  # device -> Triton faults in a row
         self.version = 0  # writes that can change a decision, so far (read without the lock: one int)
@@ -121,17 +121,15 @@ class Knowledge:
 
     # -- whole steps ----------------------------------------------------------------------------
 
-    def step_verdict(self, shape: tuple) -> Optional[timing.StepVerdict]:
-        """The verdict on evaluations of ``shape``, while the routes it timed stand (``version``)."""
-        verdict = self.step_verdicts.get(shape)
-        if verdict is None or verdict.knowledge_version != self.version:
-            return None
-        return verdict
+    def step_verdict(self, shape, epoch) -> Optional[timing.StepVerdict]:
+        """The verdict on evaluations of ``shape`` (step_trial.StepShape) in ``epoch`` (generation.Epoch): it
+        holds while nothing its routes were decided on has changed."""
+        return self.step_verdicts.get((shape, epoch))
 
-    def record_step_verdict(self, shape: tuple, verdict: timing.StepVerdict) -> None:
+    def record_step_verdict(self, shape, epoch, verdict: timing.StepVerdict) -> None:
         """Kept for the session. (No ``version`` move: the calls' decisions are the same.)"""
         with self.lock:
-            self.step_verdicts[shape] = verdict
+            self.step_verdicts[shape, epoch] = verdict
 
     # -- devices --------------------------------------------------------------------------------
 
@@ -155,9 +153,9 @@ class Knowledge:
         """Per device: why it is retired (or None), its checks' results, its routing decisions and its step
         verdicts (frozen records, read without the lock after this)."""
         with self.lock:
-            steps = {}  # device -> [(step shape, verdict)]: the shape holds its latent's device (sampling.step_shape)
-            for shape, verdict in self.step_verdicts.items():
-                steps.setdefault(str(shape[3]), []).append((shape, verdict))
+            steps = {}  # device -> [(step shape, verdict)]
+            for (shape, _epoch), verdict in self.step_verdicts.items():
+                steps.setdefault(str(shape.device), []).append((shape, verdict))
             devices = sorted({*self.retired, *(k.device for k in self.checks), *(k.device for k in self.decisions),
                               *steps})
             return {device: {

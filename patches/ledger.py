@@ -7,9 +7,13 @@ from __future__ import annotations
 import collections
 import dataclasses
 import threading
-from typing import Any, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional
 
 from .reasons import Reason
+
+if TYPE_CHECKING:
+    from .decide import Candidate
+    from .timing import BucketKey
 
 COMFY_ROUTE = "ComfyUI"  # a measured bucket's route when its calls keep ComfyUI's attention; else the kernel's name
 
@@ -19,33 +23,37 @@ class Route(NamedTuple):
     on the kernel once it ran: ``Router.run``), and what the router needs to send a call like it there
     again without deciding it anew."""
     device: str
-    reason: Optional[Reason]       # why it keeps ComfyUI's attention; None: a kernel runs it
-    comfy_bucket: Optional[tuple]  # the shape bucket measured for ComfyUI's attention (the routing table counts
-    #                                its calls), or None
-    unplaced: bool                 # a block window is set but the model gives the call no block position
-    kernel: Optional[tuple] = None  # decide.Candidate: the kernel that runs it (None: declined, or to be timed)
-    eligible: tuple = ()           # decide.Candidate each: those it may run on (a route to be timed times them)
-    sparse_reason: Optional[Reason] = None  # sparse asked for: why this call runs dense (None: it may run sparse)
+    reason: Optional[Reason]                  # why it keeps ComfyUI's attention; None: a kernel runs it
+    comfy_bucket: Optional[BucketKey] = None  # the shape bucket measured for ComfyUI's attention (the routing
+    #                                           table counts its calls), or None
+    unplaced: bool = False                    # a block window is set but the model gives the call no block
+    kernel: Optional[Candidate] = None        # the kernel that runs it (None: declined, or to be timed)
+    eligible: tuple[Candidate, ...] = ()      # those it may run on (a route to be timed times them)
+    tier_declined: Optional[Reason] = None    # why a tier (sparse) did not offer its candidate, where one asked
+
+
+def _counter() -> collections.Counter:
+    return dataclasses.field(default_factory=collections.Counter)
 
 
 @dataclasses.dataclass
 class Tally:
-    """What became of one device's attention calls: on the kernel, or on SDPA and why."""
-    kernel: int = 0
-    declined: collections.Counter = dataclasses.field(default_factory=collections.Counter)  # Reason -> calls
-    faults: collections.Counter = dataclasses.field(default_factory=collections.Counter)    # Fault -> calls
-    masks_dropped: int = 0       # a mask dropped (masks nothing) or the keys it masks left out
-    copied: int = 0              # the kernel got copies of q/k/v (call.Call.copies)
-    no_block_positions: int = 0  # a block window could not place the call (the model says no block)
-    routes: collections.Counter = dataclasses.field(default_factory=collections.Counter)  # (BucketKey, route): calls
-    counted_from_routes: int = 0  # calls of steps the Scope stepped aside from, counted from the routes it knew
-    sparse: int = 0               # of the kernel's calls, those a sparse kernel ran
-    sparse_dense: collections.Counter = dataclasses.field(default_factory=collections.Counter)  # Reason -> calls
-    #                               sparse asked for, the calls that ran dense and why
+    """What became of one device's attention calls: on a kernel, or on ComfyUI's attention and why. Each
+    counter is declared once, here: adding, subtracting and copying tallies go over these fields."""
+    kernel: int = 0                   # calls a kernel ran
+    declined: collections.Counter = _counter()  # Reason -> calls kept on ComfyUI's attention
+    faults: collections.Counter = _counter()    # Fault -> calls
+    masks_dropped: int = 0            # a mask dropped (masks nothing) or the keys it masks left out
+    copied: int = 0                   # the kernel got copies of q/k/v (call.Call.copies)
+    no_block_positions: int = 0       # a block window could not place the call (the model says no block)
+    routes: collections.Counter = _counter()    # (BucketKey, route) -> calls
+    counted_from_routes: int = 0      # calls of steps the Scope stepped aside from, counted from the routes it knew
+    tiers: collections.Counter = _counter()     # tier -> of the kernel's calls, those a tier's kernel ran
+    tier_declined: collections.Counter = _counter()  # Reason -> calls a tier asked for did not take
 
     def count(self, route: Route, calls: int = 1) -> None:
-        if route.sparse_reason is not None:
-            self.sparse_dense[route.sparse_reason] += calls
+        if route.tier_declined is not None:
+            self.tier_declined[route.tier_declined] += calls
         if route.unplaced:
             self.no_block_positions += calls
         if route.reason is not None:
@@ -54,15 +62,12 @@ class Tally:
             self.routes[route.comfy_bucket, COMFY_ROUTE] += calls
 
     def add(self, other: "Tally") -> None:
-        self.kernel += other.kernel
-        self.masks_dropped += other.masks_dropped
-        self.copied += other.copied
-        self.no_block_positions += other.no_block_positions
-        self.counted_from_routes += other.counted_from_routes
-        self.sparse += other.sparse
-        for mine, theirs in ((self.declined, other.declined), (self.faults, other.faults),
-                             (self.routes, other.routes), (self.sparse_dense, other.sparse_dense)):
-            mine.update(theirs)
+        for field in dataclasses.fields(self):
+            mine, theirs = getattr(self, field.name), getattr(other, field.name)
+            if isinstance(mine, collections.Counter):
+                mine.update(theirs)
+            else:
+                setattr(self, field.name, mine + theirs)
 
     def calls(self) -> int:
         """The calls counted: on a kernel or kept on ComfyUI's attention."""
@@ -73,17 +78,14 @@ class Tally:
         change = self.copy()
         if earlier is None:
             return change
-        change.kernel -= earlier.kernel
-        change.masks_dropped -= earlier.masks_dropped
-        change.copied -= earlier.copied
-        change.no_block_positions -= earlier.no_block_positions
-        change.counted_from_routes -= earlier.counted_from_routes
-        change.sparse -= earlier.sparse
-        for mine, theirs in ((change.declined, earlier.declined), (change.faults, earlier.faults),
-                             (change.routes, earlier.routes), (change.sparse_dense, earlier.sparse_dense)):
-            mine.subtract(theirs)
-            for key in [key for key, n in mine.items() if n == 0]:
-                del mine[key]
+        for field in dataclasses.fields(self):
+            mine, theirs = getattr(change, field.name), getattr(earlier, field.name)
+            if isinstance(mine, collections.Counter):
+                mine.subtract(theirs)
+                for key in [key for key, n in mine.items() if n == 0]:
+                    del mine[key]
+            else:
+                setattr(change, field.name, mine - theirs)
         return change
 
     def copy(self) -> "Tally":
@@ -99,10 +101,10 @@ class Tally:
             "faults": {fault.value: n for fault, n in sorted(self.faults.items(), key=lambda kv: kv[0].value) if n},
             "masks_dropped": self.masks_dropped, "copied": self.copied,
             "no_block_positions": self.no_block_positions, "counted_from_routes": self.counted_from_routes}
-        sparse_dense = {reason.value: n for reason, n in sorted(self.sparse_dense.items(), key=lambda kv: kv[0].value)
-                        if n}
-        if self.sparse or sparse_dense:  # (only where sparse was asked for)
-            counters["sparse"] = {"calls": self.sparse, "dense": sparse_dense}
+        tier_declined = {reason.value: n for reason, n in sorted(self.tier_declined.items(),
+                                                                  key=lambda kv: kv[0].value) if n}
+        if self.tiers or tier_declined:  # (only where a tier was asked for: the sparse tier is the one there is)
+            counters["sparse"] = {"calls": sum(self.tiers.values()), "dense": tier_declined}
         return counters
 
 

@@ -1,5 +1,5 @@
-"""Why an attention call stayed on SDPA (``Reason``) and how a kernel failed (``Fault``); a generation
-counts both per device (ledger.Tally)."""
+"""Why an attention call kept ComfyUI's attention (``Reason``: ComfyUI's own function, or an override set
+before the Scope) and how a kernel failed (``Fault``); a generation counts both per device (ledger.Tally)."""
 from __future__ import annotations
 
 import enum
@@ -7,7 +7,7 @@ import enum
 import torch
 
 class Reason(str, enum.Enum):
-    """Why a call stayed on PyTorch SDPA: a stable key (status payload, docs) and its label."""
+    """Why a call kept ComfyUI's attention: a stable key (status payload, docs) and its label."""
 
     def __new__(cls, value: str, label: str):
         member = str.__new__(cls, value)
@@ -27,12 +27,12 @@ class Reason(str, enum.Enum):
     SCALE = "scale", "softmax scale the kernel cannot apply"
     GROUPED_QUERY = "grouped_query", "grouped-query attention the kernel is wrong on for this GPU"
     OUTSIDE_STEPS = "outside_steps", "step outside the Scope's start/end percent"
-    OUTSIDE_BLOCKS = "outside_blocks", "block among the first/last kept on SDPA"
+    OUTSIDE_BLOCKS = "outside_blocks", "block among the first/last kept on ComfyUI's attention"
     DEVICE_RETIRED = "device_retired", "device retired after repeated kernel errors"
     OOM_EARLIER = "oom_earlier", "out of memory earlier in this generation"
-    CHECK_FAILED = "check_failed", "first-call check against SDPA failed"
+    CHECK_FAILED = "check_failed", "first-call check against ComfyUI's attention failed"
     MASK = "mask", "attention mask the kernel cannot take"
-    MEASURED_SLOWER = "measured_slower", "kernel measured slower than SDPA for this shape"
+    MEASURED_SLOWER = "measured_slower", "kernels measured slower than ComfyUI's attention for this shape"
     KERNEL_FAULT = "kernel_fault", "kernel raised or returned a bad result"
     STEP_TRIAL = "step_trial", "step timed once without the kernels, to compare with a step with them"
     STEP_SLOWER = "step_slower", "whole step measured no faster with the kernels than without (Scope stepped aside)"

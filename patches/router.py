@@ -1,24 +1,27 @@
 """The override ComfyUI's ``wrap_attn`` calls for every attention call of a scoped model, as
 ``override(func, *args, **kwargs)``: ``func(*args, **kwargs)`` is what ComfyUI would have run (its own
-attention, SDPA on a GPU). The router reads the call's facts, asks ``decide``, counts the route, and runs
-the chosen kernel or ``func`` (through an override that was there before the Scope, if any); only while
-a generation is open (sampling.py). A kernel's first call of a kind is checked against ``func``'s
-result; a shape bucket's candidates are timed against ``func`` once (measured routing); a kernel that
-fails hands the call to ``func``."""
+attention). One trip a call: the call's facts (call.py), its route (remembered for the run, else ruled
+by ``decide``), the route counted (ledger.Tally), then the kernel run, or ``func`` (through an override
+that was there before the Scope, if any). A kernel's first call of a kind is checked against ``func``'s
+result (checks.py); a shape bucket's candidates are timed against ``func`` once (knowledge.measure); a
+kernel that fails hands the call to ``func``. Only while a generation is open (sampling.py).
+
+The extras plug in through named hooks and the core names none of them: ``tiers`` offer candidates
+before the kernel choice's own (the sparse tier, sparse.py), a candidate's ``rule`` judges its first
+call, ``compiled.trace`` takes the call while torch.compile traces, and the knowledge's ``store`` keeps
+measured decisions across sessions (nodes/routing_store.py)."""
 from __future__ import annotations
 
 import importlib
 import logging
 import threading
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import torch
 
 from . import compiled
-from .backends import Bound
 from .call import Call, MaskKind, comfy_arguments, signature
-from .checks import gate, judge
-from .decide import SPARSE_KERNELS, Candidate, decide, fastest, sparse_refusal
+from .decide import Candidate, decide, fastest
 from .generation import Generation
 from .ledger import COMFY_ROUTE, Route, Tally
 from .reasons import Fault, Reason, classify, describe
@@ -36,9 +39,10 @@ class Router:
     """One per scoped model; shared, not copied, when ComfyUI deep-copies model options."""
 
     def __init__(self, settings: Settings, session: Session, previous: Optional[Callable] = None, family=None,
-                 model_label: str = ""):
+                 model_label: str = "", tiers: Sequence = ()):
         self.settings, self.session, self.previous = settings, session, previous
         self.family, self.model_label = family, model_label
+        self.tiers = tuple(tiers)  # each offers a call its candidate before the kernel choice's (``offer``)
         self.local = threading.local()  # .generation: the run open on this thread
         self.key = compiled.register(self)
 
@@ -75,17 +79,16 @@ class Router:
     def route(self, arguments: dict) -> tuple[Optional[Call], Route]:
         """The call's facts and its route (a reason to keep ComfyUI's attention, or the kernel to run, or
         none yet: its candidates are to be checked and timed); the route counted. A call with the signature
-        of one made earlier in the run, while nothing ``decide`` reads has changed since, goes the same way
-        without being decided again, and a declined one without being parsed (no facts): from its second
-        step on, a model's calls are such, and on a host-bound model every microsecond here is paid in its
-        step."""
+        of one made earlier in the run's epoch goes the same way without being decided again, and a declined
+        one without being parsed (no facts): from its second step on, a model's calls are such, and on a
+        host-bound model every microsecond here is paid in its step."""
         generation = self.generation
         if generation is None:
             call = Call.from_arguments(arguments)
             self.session.ledger.count_outside_scope(call.device_name if call is not None else "unknown")
-            return call, Route("unknown", Reason.OUTSIDE_SCOPE, None, False)
+            return call, Route("unknown", Reason.OUTSIDE_SCOPE)
         key = signature(arguments)
-        route = generation.route_seen(key, self.session.knowledge.version)
+        route = generation.route(key, generation.epoch(self.session.knowledge.version))
         if route is not None and route.reason is not None:
             self.count(generation, route)
             return None, route
@@ -93,48 +96,29 @@ class Router:
         if route is None:
             route = self.route_of(call, generation)
             if key is not None and (route.reason is not None or route.kernel is not None):
-                generation.routes_seen[key] = route  # (a route still to be timed is decided again next time)
+                generation.routes[key] = route  # (a route still to be timed is decided again next time)
         self.count(generation, route)
         return call, route
 
-    def candidates(self, call: Call) -> tuple[Bound, ...]:
-        """The candidates this router's kernel choice binds on the call's device."""
-        return self.session.use_kernel(self.settings.kernel, call.device_name).candidates
-
-    def text_position(self) -> str:
-        """Where the model's self-attention calls hold the text tokens, as its family says ("" where not)."""
-        if self.family is None:
-            return ""
-        return self.family.text_position()
-
-    def sparse_kernel(self, call: Call) -> Optional[Bound]:
-        """The sparse kernel the node's sparse choice binds on the call's device, or None (said once)."""
-        name = SPARSE_KERNELS[self.settings.sparse]
-        found = self.session.knowledge.kernel(name, call.device_name)
-        if found.bound is None and self.session.ledger.first_time("sparse-unavailable", call.device_name):
-            log.warning("Sage Attention Scope: sparse %s asked for, but %s on %s; these calls run dense. "
-                        "comfy-kitchen 0.2.40 or newer has sol_attn (pip install -U comfy-kitchen).",
-                        self.settings.sparse, found.why, call.device_name)
-        return found.bound
-
     def route_of(self, call: Optional[Call], generation: Generation) -> Route:
-        """The route ``decide`` rules for ``call`` (in an open generation), the sparse kernel a candidate
-        before the dense ones where the node asks for it and the call suits it. Counts nothing."""
+        """The route ``decide`` rules for ``call`` (in an open generation) among the tiers' candidates and
+        the kernel choice's. Counts nothing."""
         if call is None:
-            return Route("unknown", Reason.NOT_TENSORS, None, False)
-        candidates, sparse_reason = self.candidates(call), None
-        if self.settings.sparse_on:
-            sparse = self.sparse_kernel(call)
-            sparse_reason = sparse_refusal(call, sparse, self.settings, self.session.knowledge, generation,
-                                           self.text_position())
-            if sparse_reason is None:
-                candidates = (sparse, *candidates)
-        ruling = decide(call, candidates, self.settings, self.session.knowledge, generation)
+            return Route("unknown", Reason.NOT_TENSORS)
+        offered, tier_declined = [], None
+        for tier in self.tiers:
+            offer = tier.offer(call, generation)
+            if offer.candidate is not None:
+                offered.append(offer.candidate)
+            elif tier_declined is None:
+                tier_declined = offer.reason
+        bounds = self.session.use_kernel(self.settings.kernel, call.device_name).candidates
+        ruling = decide(call, bounds, self.settings, self.session.knowledge, generation, offered)
         unplaced = call.block is None and self.settings.places_blocks
         if ruling.reason is not None:
             comfy_bucket = ruling.eligible[0].bucket if ruling.reason is Reason.MEASURED_SLOWER else None
-            return Route(call.device_name, ruling.reason, comfy_bucket, unplaced, sparse_reason=sparse_reason)
-        return Route(call.device_name, None, None, unplaced, ruling.kernel, ruling.eligible, sparse_reason)
+            return Route(call.device_name, ruling.reason, comfy_bucket, unplaced, tier_declined=tier_declined)
+        return Route(call.device_name, None, None, unplaced, ruling.kernel, ruling.eligible, tier_declined)
 
     @staticmethod
     def count(generation: Generation, route: Route) -> None:
@@ -255,11 +239,7 @@ class Router:
         return Reason.MEASURED_SLOWER
 
     def kernel_output(self, call: Call, candidate: Candidate) -> torch.Tensor:
-        """The candidate's output for the call, shaped as ComfyUI's attention returns it (a sparse kernel
-        told where the text tokens sit, to keep them exact)."""
-        if candidate.bound.backend.sparse:
-            call.text_at = self.text_position()
-            call.text_tokens = self.generation.text_tokens
+        """The candidate's output for the call, shaped as ComfyUI's attention returns it."""
         out, layout = candidate.bound(call, self.settings)
         return call.output(out, layout)
 
@@ -275,8 +255,8 @@ class Router:
     @staticmethod
     def count_kernel(tally: Tally, candidate: Candidate) -> None:
         tally.kernel += 1
-        if candidate.bound.backend.sparse:
-            tally.sparse += 1
+        if candidate.tier:
+            tally.tiers[candidate.tier] += 1
         tally.routes[candidate.bucket, candidate.bucket.kernel] += 1
 
     def flag(self, candidate: Candidate, result: torch.Tensor) -> None:
@@ -287,31 +267,23 @@ class Router:
 
     def needs_check(self, candidate: Candidate) -> bool:
         """Whether the candidate's first call of this kind is still to be checked: with first_call_check on,
-        and always for a sparse kernel (its gate is what makes it safe)."""
-        if not self.settings.first_call_check and not candidate.bound.backend.sparse:
+        or always where its rule says so (a tier's gate)."""
+        if not (self.settings.first_call_check or candidate.rule.always):
             return False
         return self.session.knowledge.check(candidate.check) is None
 
     def check(self, candidate: Candidate, result: torch.Tensor, reference: torch.Tensor, tally: Tally) -> bool:
-        """A candidate's first call of a kind: its ``result`` against ComfyUI's ``reference``, kept for the
-        session; whether it passed (an exact candidate is held to exact rounding, a sparse one to the gate)."""
-        key, backend = candidate.check, candidate.bound.backend
-        if backend.sparse:
-            verdict = gate(key, result, reference, self.settings.sparse_gate)
-        else:
-            verdict = judge(key, result, reference, exact=backend.exact)
+        """A candidate's first call of a kind: its ``result`` against ComfyUI's ``reference`` by the
+        candidate's rule, kept for the session; whether it passed."""
+        rule, key = candidate.rule, candidate.check
+        verdict = rule.judge(key, result, reference, candidate.bound.backend.exact)
         self.session.knowledge.record_check(verdict)
         if verdict.passed:
-            log.info("Attention kernel first-call check %s for %s", verdict.describe(), key.describe())
+            log.info("%s %s for %s", rule.name, verdict.describe(), key.describe())
             return True
         if not verdict.finite:
             tally.faults[Fault.NON_FINITE] += 1
-        if backend.sparse:
-            log.warning("Sparse attention gate %s for %s; these calls run dense for this session.",
-                        verdict.describe(), key.describe())
-            return False
-        log.warning("Attention kernel first-call check %s for %s; these calls keep ComfyUI's attention for this "
-                    "session.", verdict.describe(), key.describe())
+        log.warning("%s %s for %s; %s.", rule.name, verdict.describe(), key.describe(), rule.fallback)
         return False
 
     # -- measured routing -----------------------------------------------------------------------

@@ -1,26 +1,23 @@
 """The sampling wrappers that bound the Scope: a patched clone of the model with the router at
 ``transformer_options[OVERRIDE_KEY]`` and ModelPatcher wrappers around sampling. OUTER_SAMPLE opens a
 generation for one sampling run, DIFFUSION_MODEL for a forward made outside a sampler, and
-CALC_COND_BATCH runs each model evaluation under the step window and the non-finite guard (a step
-whose kernel output is NaN/inf runs again on SDPA)."""
+CALC_COND_BATCH runs each model evaluation in its step's windows, under the non-finite guard (an
+evaluation whose kernel output is NaN/inf runs again on ComfyUI's attention), through the step trial's
+hook (step_trial.evaluate: with or without the Scope)."""
 from __future__ import annotations
 
 import functools
 import logging
-from typing import Optional
 
 import torch
 
-from . import families, override_hooks
+from . import families, override_hooks, sparse, step_trial
 from .generation import Generation
 from .override_hooks import OVERRIDE_KEY
 from .reasons import Fault
-from .reasons import Reason
 from .router import Router
 from .session import Session
-from .settings import ROUTING_MEASURED, Settings
-from .generation import StepTrial
-from .timing import StepVerdict
+from .settings import Settings
 
 log = logging.getLogger(__name__)
 WRAPPER_KEY = "sage_attention_scope"
@@ -81,8 +78,10 @@ def apply_scope(model_patcher, settings: Settings, session: Session, family=None
     elif previous is not None:
         log.info("Sage Attention Scope: another attention override (%s) is on this model; calls the scope "
                  "does not take still go through it.", getattr(previous, "__qualname__", type(previous).__name__))
-    router = options[OVERRIDE_KEY] = Router(settings, session, previous, family, label or getattr(family, "name", ""))
-    for kind, wrapper in ((ext.WrappersMP.OUTER_SAMPLE, outer_sample), (ext.WrappersMP.CALC_COND_BATCH, one_step),
+    router = options[OVERRIDE_KEY] = Router(settings, session, previous, family, label or getattr(family, "name", ""),
+                                            sparse.tiers_for(settings, session, family))
+    for kind, wrapper in ((ext.WrappersMP.OUTER_SAMPLE, outer_sample),
+                          (ext.WrappersMP.CALC_COND_BATCH, one_evaluation),
                           (ext.WrappersMP.DIFFUSION_MODEL, forward)):
         patched.remove_wrappers_with_key(kind, WRAPPER_KEY)
         patched.add_wrapper_with_key(kind, WRAPPER_KEY, functools.partial(wrapper, router))
@@ -133,123 +132,46 @@ def text_tokens(args: tuple, kwargs: dict) -> int:
     return 0
 
 
-def one_step(router: Router, executor, model, conds, x_in, timestep, model_options, *args, **kwargs):
-    """One model evaluation in a step: whether its sigma lies in the step window (ComfyUI's percent
-    convention, as ControlNets use it), the override for ControlNets in it, its pace (timed for measured
-    routing: did the host or the GPU set it), the guard, and whether the override there is still the
-    Scope's. Where the evaluation before it sent every call to ComfyUI's attention and nothing ``decide``
-    reads has changed since, the Scope steps aside (``StepAside``): the evaluation runs without its
-    override, its calls counted from the routes already known."""
-    generation, settings = router.generation, router.settings
+def one_evaluation(router: Router, executor, model, conds, x_in, timestep, model_options, *args, **kwargs):
+    """One model evaluation of a step: its windows (the step window, and each tier's: ComfyUI's percent
+    convention, as ControlNets use it), the override handed to the ControlNets in it, its pace timed, then
+    run through the step trial's hook, guarded; and whether the override there is still the Scope's."""
+    generation = router.generation
     if generation is None:
         return executor(model, conds, x_in, timestep, model_options, *args, **kwargs)
-    if (settings.start_percent, settings.end_percent) != (0.0, 1.0):
-        start, end = (model.model_sampling.percent_to_sigma(p) for p in (settings.start_percent, settings.end_percent))
-        generation.in_steps = end <= float(timestep[0]) <= start
-    if settings.sparse_on:
-        generation.in_sparse_steps = float(timestep[0]) <= model.model_sampling.percent_to_sigma(
-            settings.sparse_start_percent)
+    set_window(router.settings, generation, model.model_sampling, float(timestep[0]))
+    for tier in router.tiers:
+        tier.enter_step(generation, model.model_sampling, float(timestep[0]))
     if getattr(router.family, "scope_controlnets", False):
         for net in override_hooks.control_models(conds):
             if id(net) not in generation.hooks:
                 generation.hooks[id(net)] = override_hooks.hand_override(net, {OVERRIDE_KEY: router})
     installed, calls_before = override_hooks.installed_override(model_options), generation.calls_seen
     generation.step_started(getattr(x_in, "device", None))  # (LTX-2's nested latent: untimed)
-    evaluation = None
-    if installed is router:
-        evaluation = evaluation_key(conds, x_in, timestep)
-    knowledge = router.session.knowledge
-    knowledge_version = knowledge.version
 
-    def aside():
-        out = executor(model, conds, x_in, timestep, without_scope(model_options, router.previous), *args, **kwargs)
-        generation.step_launched()
-        return out
-
-    def step():
-        out = executor(model, conds, x_in, timestep, model_options, *args, **kwargs)
+    def launched(out):
         generation.step_launched()  # before the guard reads the flags (a sync)
         return out
-    shape = None
-    if evaluation is not None and settings.routing == ROUTING_MEASURED and knowledge.step_clock.times(x_in.device):
-        shape = step_shape(router, evaluation, generation)
-    verdict = None if shape is None else knowledge.step_verdict(shape)
-    if verdict is not None and not verdict.keep_scope:
-        generation.count_evaluation(verdict.calls, Reason.STEP_SLOWER)
-        return aside()
-    if generation.may_step_aside(evaluation, knowledge_version):
-        generation.count_stepped_aside()
-        return aside()
-    trial = generation.step_trial
-    if shape is not None and verdict is None and trial is not None and trial.shape == shape and (
-            trial.knowledge_version == knowledge_version):
-        return compare_step(router, trial, aside, x_in.device)
-    before = generation.save_tallies()
-    if shape is None or verdict is not None:
-        out = guarded(router, step)
-    else:
-        out, scope_ms = knowledge.step_clock("scope", lambda: guarded(router, step), x_in.device)
-        offer_trial(generation, shape, scope_ms, knowledge.version, before)
-    generation.note_step(evaluation, knowledge.version, before, generation.calls_seen - calls_before)
+
+    def with_scope():
+        return guarded(router, lambda: launched(executor(model, conds, x_in, timestep, model_options, *args,
+                                                         **kwargs)))
+
+    def without():
+        options = without_scope(model_options, router.previous)
+        return launched(executor(model, conds, x_in, timestep, options, *args, **kwargs))
+    evaluation = step_trial.evaluation_key(conds, x_in, timestep) if installed is router else None
+    out = step_trial.evaluate(router, step_trial.Runs(with_scope, without), evaluation)
     if installed is not router and not generation.said_override:  # a node after the Scope set its own
         note_other_override(router, generation, installed, generation.calls_seen > calls_before)
     return out
 
 
-def step_shape(router: Router, evaluation: tuple, generation) -> tuple:
-    """What a step's verdict holds for, across generations: the model, the latent's shape, dtype and device,
-    how many conds take part, and what ``decide`` reads of the step (its windows, its pace)."""
-    conds_taking_part = sum(1 for part in evaluation[3:] if part[1])
-    return (router.model_label, *evaluation[:3], conds_taking_part, *generation.pace_and_windows())
-
-
-def offer_trial(generation, shape: tuple, scope_ms: float, knowledge_version: int, before: dict) -> None:
-    """After an evaluation timed with the Scope: where it ran kernels, none failed and nothing was checked or
-    timed in it (it waited for none of that), the next one of its shape is timed without the Scope."""
-    waited = generation.waited
-    generation.waited = True  # the clock's synchronisation says nothing of the pace: not read
-    calls = generation.calls_since(before)
-    ran_kernels = any(change.kernel for change in calls.values())
-    faulted = any(sum(change.faults.values()) for change in calls.values())
-    if waited or not ran_kernels or faulted:
-        generation.step_trial = None
-        return
-    generation.step_trial = StepTrial(shape, scope_ms, knowledge_version, calls)
-
-
-def compare_step(router: Router, trial: StepTrial, aside, device):
-    """The evaluation after a trial: run without the Scope, timed; the two times make the verdict on
-    evaluations of that shape for the session (said in the log); its output stands."""
-    generation, knowledge = router.generation, router.session.knowledge
-    generation.step_trial = None
-    generation.waited = True
-    out, comfy_ms = knowledge.step_clock("comfy", aside, device)
-    verdict = StepVerdict(trial.scope_ms, comfy_ms, trial.knowledge_version, trial.calls)
-    knowledge.record_step_verdict(trial.shape, verdict)
-    generation.count_evaluation(trial.calls, Reason.STEP_TRIAL)
-    generation.measuring_ms += comfy_ms
-    log.log(logging.INFO if verdict.keep_scope else logging.WARNING, "Sage Attention Scope timed %s: %s.",
-            router.model_label, verdict.describe())
-    return out
-
-
-def evaluation_key(conds, x_in, timestep) -> Optional[tuple]:
-    """What makes one model evaluation's attention calls those of another: the latent's shape, dtype and
-    device, and which conds take part at this timestep (ComfyUI leaves a cond out outside its timestep
-    range). None where the calls can change in ways this cannot see: a ControlNet (on and off by its own
-    percent) or a latent that is not one tensor."""
-    if not isinstance(x_in, torch.Tensor):
-        return None
-    now = float(timestep[0])
-    parts = [tuple(x_in.shape), x_in.dtype, x_in.device]
-    for cond_list in conds:
-        for cond in cond_list or ():
-            if not isinstance(cond, dict) or cond.get("control") is not None:
-                return None
-            outside = ("timestep_start" in cond and now > cond["timestep_start"]) or (
-                "timestep_end" in cond and now < cond["timestep_end"])
-            parts.append((id(cond), not outside))
-    return tuple(parts)
+def set_window(settings: Settings, generation: Generation, model_sampling, sigma: float) -> None:
+    """Whether this evaluation's sigma lies in the step window."""
+    if (settings.start_percent, settings.end_percent) != (0.0, 1.0):
+        start, end = (model_sampling.percent_to_sigma(p) for p in (settings.start_percent, settings.end_percent))
+        generation.in_steps = end <= sigma <= start
 
 
 def without_scope(model_options: dict, previous) -> dict:

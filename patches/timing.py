@@ -99,47 +99,6 @@ class Timing:
     errors: dict
 
 
-def fastest(entries: list[tuple], host_bound: bool):
-    """The first item of the entry that serves a shape bucket, from ``(item, exact, decision)`` entries in
-    order of preference: the fastest kernel whose decision says it beats ComfyUI's attention in a step of
-    this pace (earlier entries win exact ties). A quantised winner must also beat the fastest exact kernel
-    by ``TIE_MARGIN``: a near tie goes to the exact kernel, as a near tie with ComfyUI's goes to ComfyUI's.
-    None where ComfyUI's attention keeps the bucket."""
-    serving = [(decision.kernel_ms, item, exact) for item, exact, decision in entries
-               if decision is not None and decision.use_kernel_when(host_bound)]
-    if not serving:
-        return None
-    winner_ms, winner, winner_exact = min(serving, key=lambda entry: entry[0])
-    exact = [entry for entry in serving if entry[2]]
-    if winner_exact or not exact:
-        return winner
-    exact_ms, best_exact, _ = min(exact, key=lambda entry: entry[0])
-    if winner_ms * (1.0 + TIE_MARGIN) >= exact_ms:
-        return best_exact
-    return winner
-
-
-def bucket_verdicts(decisions: list, is_exact: Callable[[str], bool]) -> list[dict]:
-    """Per shape bucket of ``decisions`` (their keys less the kernel), what serves it where the GPU sets
-    the step's pace: the winner (a kernel's name, or "ComfyUI"), its margin (ComfyUI's ms over the
-    winner's), every candidate's ms (None: it failed while timed), ComfyUI's, and whether every decision
-    came from the routing store (agreed on by earlier sessions)."""
-    shapes: dict[BucketKey, list] = {}
-    for decision in decisions:
-        shapes.setdefault(decision.key._replace(kernel=""), []).append(decision)
-    verdicts = []
-    for shape, group in shapes.items():
-        winner = fastest([(d, is_exact(d.key.kernel), d) for d in group], host_bound=False)
-        verdicts.append({
-            "bucket": shape.describe(),
-            "winner": winner.key.kernel if winner is not None else "ComfyUI",
-            "margin": winner.margin if winner is not None else None,
-            "candidates": {d.key.kernel: d.kernel_ms for d in group},
-            "comfy_ms": winner.comfy_ms if winner is not None else _median([d.comfy_ms for d in group]),
-            "saved": all(d.saved for d in group)})
-    return verdicts
-
-
 def bucket(length: int) -> int:
     return 1 << max(0, int(length) - 1).bit_length()
 
@@ -185,21 +144,11 @@ def time_arms(clock: Clock, kernels: dict, run_comfy: Callable, device: torch.de
     spent = REPEATS * (sum(comfy_times) + sum(sum(t) for t in times.values()))
     kernel_ms, host_extra = {}, {}
     for key in kernels:
-        kernel_ms[key] = None if key in errors else _median(times[key])
+        kernel_ms[key] = None if key in errors else median(times[key])
         host_extra[key] = 0.0
         if device.type == "cuda" and key not in errors:  # on the CPU the clock's time is the host's already
-            host_extra[key] = _median(host[key]) - _median(comfy_host)
-    return Timing(kernel_ms, _median(comfy_times), host_extra, spent, errors)
-
-
-def time_both(clock: Clock, run_kernel, run_comfy, device: torch.device,
-              key: BucketKey) -> tuple[float, float, float, float]:
-    """One kernel against ComfyUI's attention: (kernel ms, ComfyUI ms, ms the timing took, the kernel's
-    host ms a call over ComfyUI's); the kernel's error propagates."""
-    timed = time_arms(clock, {key: run_kernel}, run_comfy, device)
-    if key in timed.errors:
-        raise timed.errors[key]
-    return timed.kernel_ms[key], timed.comfy_ms, timed.spent_ms, timed.host_extra_ms[key]
+            host_extra[key] = median(host[key]) - median(comfy_host)
+    return Timing(kernel_ms, median(comfy_times), host_extra, spent, errors)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,7 +159,6 @@ class StepVerdict:
     evaluation makes (counted for each evaluation the verdict steps aside from)."""
     scope_ms: float
     comfy_ms: float
-    knowledge_version: int  # what the routes were decided under: a later change times the step again
     calls: dict
 
     @property
@@ -286,7 +234,8 @@ def _host_timed(run: Callable, into: list) -> Callable:
     return timed
 
 
-def _median(values: list) -> float:
+def median(values: list) -> float:
+    """The middle value (the upper one of an even count), or 0 of none."""
     return sorted(values)[len(values) // 2] if values else 0.0
 
 

@@ -292,7 +292,7 @@ def test_a_generation_on_the_cpu_times_no_step_and_keeps_the_devices_verdict():
         assert generation.step_timer is None and generation.host_bound is False
 
 
-def test_time_both_takes_each_arms_host_time_on_a_gpu_and_not_on_the_cpu():
+def test_time_arms_takes_each_arms_host_time_on_a_gpu_and_not_on_the_cpu():
     """The clock here reports the device's time only; the kernel arm keeps the host 2 ms longer a call."""
     import time
 
@@ -301,10 +301,11 @@ def test_time_both_takes_each_arms_host_time_on_a_gpu_and_not_on_the_cpu():
         return {"kernel": 1.0, "comfy": 2.0}[arm]
     key = timing.BucketKey("cuda:0", "k", "bfloat16", 64, 8192, 8192)
     slow_host = lambda: time.sleep(0.002)  # noqa: E731
-    sage, sdpa, _, host_extra = timing.time_both(clock, slow_host, lambda: None, torch.device("cuda", 0), key)
+    timed = timing.time_arms(clock, {key: slow_host}, lambda: None, torch.device("cuda", 0))
+    sage, sdpa, host_extra = timed.kernel_ms[key], timed.comfy_ms, timed.host_extra_ms[key]
     assert (sage, sdpa) == (1.0, 2.0) and 1.5 < host_extra < 50
     assert not timing.Decision(key, sage, sdpa, host_extra_ms=host_extra).use_kernel_when(True)  # 1 ms gained, 2 lost
-    assert timing.time_both(clock, slow_host, lambda: None, torch.device("cpu"), key)[3] == 0.0
+    assert timing.time_arms(clock, {key: slow_host}, lambda: None, torch.device("cpu")).host_extra_ms[key] == 0.0
 
 
 def test_decisions_saved_under_the_device_only_rule_are_measured_again(model, tmp_path, monkeypatch):

@@ -90,7 +90,7 @@ def test_a_step_entering_the_step_window_decides_again(session, model):
         router = router_of(scoped)
 
         def generation():
-            for in_steps in (False, False, True):  # as sampling.one_step sets it, then starts the step
+            for in_steps in (False, False, True):  # as sampling.one_evaluation sets it, then starts the step
                 router.generation.in_steps = in_steps
                 router.generation.step_started(None)
                 attention(scoped, q, k, v, 2, skip_reshape=True)

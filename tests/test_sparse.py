@@ -82,7 +82,7 @@ def scoped_flux(session, **settings):
 
 def in_sparse_window(scoped, calls, text_tokens=0):
     """``calls`` ((q, k, v, keyword arguments) each) in one generation, in a step past sparse_start_percent
-    (as sampling.one_step marks it) of a forward whose context has ``text_tokens`` tokens (as the
+    (as the sparse tier marks it) of a forward whose context has ``text_tokens`` tokens (as the
     diffusion-model wrapper reads it); their outputs."""
     router = router_of(scoped)
 

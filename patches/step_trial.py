@@ -1,0 +1,207 @@
+"""Whole model evaluations with and without the Scope: stepping aside and the step trial. It plugs into the
+evaluation wrapper (sampling.one_evaluation) through one hook, ``evaluate``, which runs an evaluation
+one of two ways, with the Scope (``Runs.with_scope``) or without it (``Runs.without_scope``):
+
+- **Stepping aside.** Where the evaluation before sent every call to ComfyUI's attention for a reason
+  ``decide`` gives, an evaluation like it in the same epoch runs without the Scope, its calls counted
+  from the routes already known (``StepAside``).
+- **The step trial.** Per-call timings can miss what a kernel costs inside a step (its host time in a
+  host-bound step, its launches among the model's). So under measured routing, on a device the step
+  clock times, the first evaluation of a shape whose routes are settled is timed with the Scope and the
+  next without it; the two make the verdict on evaluations of that shape and epoch for the session
+  (``StepVerdict``), and where the Scope is slower it steps aside from them (reason ``step_slower``)."""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any, Callable, NamedTuple, Optional
+
+import torch
+
+from .generation import Epoch, Generation
+from .ledger import Tally
+from .reasons import Reason
+from .settings import ROUTING_MEASURED
+from .timing import StepVerdict
+
+log = logging.getLogger(__name__)
+
+
+class CondPart(NamedTuple):
+    cond: int            # the cond's id
+    taking_part: bool    # inside its own timestep range at this step (ComfyUI leaves it out elsewhere)
+
+
+class EvaluationKey(NamedTuple):
+    """What makes one model evaluation's attention calls those of another: the latent's shape, dtype and
+    device, and which conds take part."""
+    latent_shape: tuple
+    dtype: torch.dtype
+    device: torch.device
+    conds: tuple[CondPart, ...]
+
+
+class StepShape(NamedTuple):
+    """What a step's verdict holds for, across generations: the model and its evaluation's shape."""
+    model: str
+    latent_shape: tuple
+    dtype: torch.dtype
+    device: torch.device
+    conds_taking_part: int
+
+
+@dataclasses.dataclass(frozen=True)
+class StepAside:
+    """An evaluation whose calls all went to ComfyUI's attention in ``epoch``; ``calls``: per device, what
+    its calls came to (counted again for each evaluation stepped aside from)."""
+    evaluation: EvaluationKey
+    epoch: Epoch
+    calls: dict[str, Tally]
+
+
+@dataclasses.dataclass(frozen=True)
+class StepTrial:
+    """An evaluation timed with the Scope's settled routes: the next one of its shape and epoch runs
+    without the Scope, timed, and the two make the verdict."""
+    shape: StepShape
+    epoch: Epoch
+    scope_ms: float
+    calls: dict[str, Tally]  # per device, what its calls came to
+
+
+class Runs(NamedTuple):
+    """One model evaluation, ready to run with the Scope (guarded against non-finite kernel output) or
+    without it."""
+    with_scope: Callable[[], Any]
+    without_scope: Callable[[], Any]
+
+
+def evaluation_key(conds, x_in, timestep) -> Optional[EvaluationKey]:
+    """The evaluation's key, or None where its calls can change in ways this cannot see: a ControlNet (on
+    and off by its own percent) or a latent that is not one tensor."""
+    if not isinstance(x_in, torch.Tensor):
+        return None
+    now = float(timestep[0])
+    parts = []
+    for cond_list in conds:
+        for cond in cond_list or ():
+            if not isinstance(cond, dict) or cond.get("control") is not None:
+                return None
+            outside = ("timestep_start" in cond and now > cond["timestep_start"]) or (
+                "timestep_end" in cond and now < cond["timestep_end"])
+            parts.append(CondPart(id(cond), not outside))
+    return EvaluationKey(tuple(x_in.shape), x_in.dtype, x_in.device, tuple(parts))
+
+
+def evaluate(router, runs: Runs, evaluation: Optional[EvaluationKey]):
+    """Runs one evaluation of ``router``'s model (``evaluation``: its key, None where the Scope cannot
+    tell it from another or is not the override there): aside where a verdict or the evaluation before
+    says so, as the second half of a trial, timed as a trial's first half, or plainly."""
+    generation, knowledge = router.generation, router.session.knowledge
+    epoch = generation.epoch(knowledge.version)
+    shape = None
+    if evaluation is not None and router.settings.routing == ROUTING_MEASURED and (
+            knowledge.step_clock.times(evaluation.device)):
+        shape = step_shape(router.model_label, evaluation)
+    verdict = None if shape is None else knowledge.step_verdict(shape, epoch)
+    if verdict is not None and not verdict.keep_scope:
+        count_evaluation(generation, verdict.calls, Reason.STEP_SLOWER)
+        return runs.without_scope()
+    if stepping_aside(generation, evaluation, epoch):
+        count_stepped_aside(generation)
+        return runs.without_scope()
+    trial = generation.trial
+    if shape is not None and verdict is None and trial is not None and (trial.shape, trial.epoch) == (shape, epoch):
+        return compare_step(router, trial, runs.without_scope)
+    calls_before, before = generation.calls_seen, generation.save_tallies()
+    if shape is None or verdict is not None:
+        out = runs.with_scope()
+    else:
+        out, scope_ms = knowledge.step_clock("scope", runs.with_scope, evaluation.device)
+        offer_trial(generation, shape, epoch, scope_ms, before)
+    note_step(generation, evaluation, generation.epoch(knowledge.version), before,
+              generation.calls_seen - calls_before)
+    return out
+
+
+def step_shape(model_label: str, evaluation: EvaluationKey) -> StepShape:
+    conds_taking_part = sum(1 for part in evaluation.conds if part.taking_part)
+    return StepShape(model_label, evaluation.latent_shape, evaluation.dtype, evaluation.device, conds_taking_part)
+
+
+def stepping_aside(generation: Generation, evaluation: Optional[EvaluationKey], epoch: Epoch) -> bool:
+    """Whether this evaluation runs without the Scope: the one before it was like it, sent every call to
+    ComfyUI's attention, and the epoch is the same. Else forgets the one before."""
+    aside = generation.aside
+    if aside is None:
+        return False
+    if evaluation is not None and (aside.evaluation, aside.epoch) == (evaluation, epoch):
+        return True
+    generation.aside = None
+    return False
+
+
+def count_stepped_aside(generation: Generation) -> None:
+    """Counts an evaluation the Scope stepped aside from with the routes its calls had the time before."""
+    for device, profile in generation.aside.calls.items():
+        tally = generation.tallies[device]
+        tally.add(profile)
+        tally.counted_from_routes += profile.calls()
+
+
+def count_evaluation(generation: Generation, calls: dict[str, Tally], reason: Reason) -> None:
+    """Counts an evaluation run without the Scope because of its step's timing (``reason``), its calls
+    (``calls``: per device, those of an evaluation like it) kept on ComfyUI's attention."""
+    for device, profile in calls.items():
+        tally = generation.tallies[device]
+        tally.declined[reason] += profile.calls()
+        tally.counted_from_routes += profile.calls()
+
+
+def note_step(generation: Generation, evaluation: Optional[EvaluationKey], epoch: Epoch, before: dict[str, Tally],
+              calls: int) -> None:
+    """After an evaluation the Scope routed: where every one of its ``calls`` went to ComfyUI's attention
+    for a reason ``decide`` gives (no kernel ran, none failed), the next one like it may step aside."""
+    generation.aside = None
+    if evaluation is None or calls == 0:
+        return
+    profile = {}
+    for device, tally in generation.tallies.items():
+        change = tally.since(before.get(device))
+        if change.kernel or sum(change.faults.values()):
+            return
+        if change.calls():
+            profile[device] = change
+    if sum(change.calls() for change in profile.values()) == calls:
+        generation.aside = StepAside(evaluation, epoch, profile)
+
+
+def offer_trial(generation: Generation, shape: StepShape, epoch: Epoch, scope_ms: float,
+                before: dict[str, Tally]) -> None:
+    """After an evaluation timed with the Scope: where it ran kernels, none failed and nothing was checked or
+    timed in it (it waited for none of that), the next one of its shape is timed without the Scope."""
+    waited = generation.waited
+    generation.waited = True  # the clock's synchronisation says nothing of the pace: not read
+    calls = generation.calls_since(before)
+    ran_kernels = any(change.kernel for change in calls.values())
+    faulted = any(sum(change.faults.values()) for change in calls.values())
+    if waited or not ran_kernels or faulted:
+        generation.trial = None
+        return
+    generation.trial = StepTrial(shape, epoch, scope_ms, calls)
+
+
+def compare_step(router, trial: StepTrial, without_scope: Callable[[], Any]):
+    """The evaluation after a trial: run without the Scope, timed; the two times make the verdict on
+    evaluations of that shape and epoch for the session (said in the log); its output stands."""
+    generation, knowledge = router.generation, router.session.knowledge
+    generation.trial = None
+    generation.waited = True
+    out, comfy_ms = knowledge.step_clock("comfy", without_scope, trial.shape.device)
+    verdict = StepVerdict(trial.scope_ms, comfy_ms, trial.calls)
+    knowledge.record_step_verdict(trial.shape, trial.epoch, verdict)
+    count_evaluation(generation, trial.calls, Reason.STEP_TRIAL)
+    generation.measuring_ms += comfy_ms
+    log.log(logging.INFO if verdict.keep_scope else logging.WARNING, "Sage Attention Scope timed %s: %s.",
+            router.model_label, verdict.describe())
+    return out
