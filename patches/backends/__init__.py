@@ -1,11 +1,13 @@
 """Attention kernels: the candidates a call can run on besides ComfyUI's own attention. Each module here
 declares one library's kernels (``Backend``: what each takes, how it is called) and registers them at
-import: torch's exact SDPA backends pinned one at a time (torch_sdpa), SageAttention 1, 2 and 3, and
-comfy-kitchen's INT8. A kernel is bound to its library's function only where that function declares
-every argument its adapter passes (``**kwargs`` does not count): what is installed is read from the
-module itself; its distribution metadata only labels it. A kernel choice binds a tuple of candidates
-on a device (``Finder.find``): ``auto`` every candidate the GPU runs, ``exact`` the exact ones, a name
-that one kernel."""
+import: torch's exact SDPA backends pinned one at a time (torch_sdpa), SageAttention 1, 2 and 3,
+comfy-kitchen's INT8, FlashAttention 4 (flash4) and cuDNN's SDPA through its frontend (cudnn_frontend). A
+kernel is bound to its library's function only where that function declares every argument its adapter
+passes (``**kwargs`` does not count): what is installed is read from the module itself; its distribution
+metadata only labels it. A kernel that builds per configuration (a cuDNN graph) keeps what it built in what
+its ``per_binding`` makes once per binding, which lives as long as the session that bound it. A kernel
+choice binds a tuple of candidates on a device (``Finder.find``): ``auto`` every candidate the GPU runs,
+``exact`` the exact ones, a name that one kernel."""
 from __future__ import annotations
 
 import contextlib
@@ -49,6 +51,8 @@ class Backend:
     grouped_query_unsafe_on: frozenset = frozenset()  # capabilities where it must not (wrong output there)
     version_function: Optional[str] = None  # a function of the module: () -> its version in words
     sparse: bool = False             # leaves out part of the attention: held to the sparse gate, not the check
+    per_binding: Optional[Callable] = None  # (module, fn) -> what run gets as fn, made once per binding (a session's,
+    #                                          per device): where a kernel keeps what it builds per configuration
 
     def unusable_on(self, device: torch.device, capability: Optional[tuple[int, int]]) -> Optional[str]:
         if device.type not in self.devices:
@@ -101,14 +105,18 @@ REGISTRY: dict[str, Backend] = {}  # filled at import by the modules below; neve
 # runs the first that binds). SageAttention 2 as its sageattn dispatches, but sm86 and sm120/121 take the
 # CUDA kernel with fp32 P.V accumulation (the fp16 Triton one renders Qwen-Image black on sm86, ComfyUI
 # #9773; FP8 P.V is noise past ~160k tokens on sm120, #15263), as do sm87 and sm100, which its sageattn
-# refuses. Then SageAttention 1, then comfy-kitchen. SageAttention 3 (FP4) changes images more: only where
-# the user picks it. After them every choice but a named kernel offers torch's exact backends (EXACT).
+# refuses. Then SageAttention 1, then cuDNN's FP8 SDPA where cuDNN runs it (Hopper and datacenter Blackwell),
+# then comfy-kitchen. SageAttention 3 (FP4) changes images more: only where the user picks it. After them every
+# choice but a named kernel offers the exact kernels (EXACT): torch's SDPA backends, then FlashAttention 4 and
+# cuDNN's frontend SDPA.
 SAGE2_BY_ARCH = {(8, 0): "sage2_fp16_cuda", (8, 6): "sage2_fp16_cuda", (8, 7): "sage2_fp16_cuda",
                  (8, 9): "sage2_fp8_cuda", (9, 0): "sage2_fp8_sm90", (10, 0): "sage2_fp16_cuda",
                  (12, 0): "sage2_fp16_cuda", (12, 1): "sage2_fp16_cuda"}
+CUDNN_FP8_BY_ARCH = {(9, 0): ("cudnn_fe_fp8",), (10, 0): ("cudnn_fe_fp8",)}
 AUTO = {(7, 5): ("kitchen_int8",),
-        **{arch: (sage2, "sage1_triton", "kitchen_int8") for arch, sage2 in SAGE2_BY_ARCH.items()}}
-EXACT = ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient")
+        **{arch: (sage2, "sage1_triton", *CUDNN_FP8_BY_ARCH.get(arch, ()), "kitchen_int8")
+           for arch, sage2 in SAGE2_BY_ARCH.items()}}
+EXACT = ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient", "fa4", "cudnn_fe_bf16")
 AUTO_CHOICE, EXACT_CHOICE = "auto", "exact"  # the two choices that name a set of candidates
 
 
@@ -203,6 +211,8 @@ class Finder:
             version = getattr(module, backend.version_function)()
         if capability in backend.grouped_query_unsafe_on:
             backend = dataclasses.replace(backend, grouped_query=False)
+        if backend.per_binding is not None:
+            fn = backend.per_binding(module, fn)
         return Bound(backend, fn, version)
 
     def library_version(self, backend: Backend) -> str:
@@ -218,4 +228,4 @@ class Finder:
         return f"{backend.library} ({backend.module} {version})"
 
 
-from . import kitchen, sage1, sage2, sage3, torch_sdpa  # noqa: E402,F401 - each registers its backends
+from . import cudnn_frontend, flash4, kitchen, sage1, sage2, sage3, torch_sdpa  # noqa: E402,F401 - importing registers
