@@ -9,58 +9,21 @@ record and the mask (its test costs a sync), and last measured routing. Where no
 reason is the one the first (the preferred) candidate was refused for."""
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import torch
 
 from .backends import Backend, Bound
 from .call import Call, MaskKind
-from .checks import CheckKey, CheckResult, judge
+from .checks import CheckKey
 from .generation import Generation
 from .knowledge import Knowledge
+from .route import Candidate, Ruling
 from .reasons import Reason
 from .settings import ROUTING_MEASURED, Settings
 from .timing import TIE_MARGIN, BucketKey, Decision, bucket, median
 
 SHORT_KEYS = 512  # a quantised kernel's accuracy depends on the key length too: short keys are checked apart
-
-
-class CheckRule:
-    """How a candidate's first call of a kind is judged against ComfyUI's result: within exact rounding
-    for an exact kernel, within the quantised bound for the rest, and only where first_call_check is on
-    (``always``: whatever it says). A tier brings its own rule (the sparse gate)."""
-    name = "Attention kernel first-call check"
-    always = False
-    fallback = "these calls keep ComfyUI's attention for this session"
-
-    def judge(self, key: CheckKey, result: torch.Tensor, reference: torch.Tensor, exact: bool) -> CheckResult:
-        return judge(key, result, reference, exact=exact)
-
-
-FIRST_CALL_CHECK = CheckRule()
-
-
-class Candidate(NamedTuple):
-    """A kernel a call may run on, with the keys its first-call check and its measured decision are kept
-    under, the rule its check follows, and the tier that offered it ("": the kernel choice's own)."""
-    bound: Bound
-    check: CheckKey
-    bucket: BucketKey
-    rule: CheckRule = FIRST_CALL_CHECK
-    tier: str = ""
-
-    @property
-    def name(self) -> str:
-        return self.bound.backend.name
-
-
-class Ruling(NamedTuple):
-    """What ``decide`` says of a call. ``reason``: why it keeps ComfyUI's attention (None: a kernel runs
-    it). ``kernel``: the candidate that runs it; None with no reason means the candidates in ``eligible``
-    have yet to be checked or timed on this shape (the router does that on this call)."""
-    reason: Optional[Reason]
-    kernel: Optional[Candidate] = None
-    eligible: tuple[Candidate, ...] = ()
 
 
 def check_key(call: Call, backend: Backend) -> CheckKey:
@@ -211,7 +174,7 @@ def _block_refusal(call: Call, backend: Backend, settings: Settings) -> Optional
 
 def _record_refusal(call: Call, candidate: Candidate, knowledge: Knowledge) -> Optional[Reason]:
     """Why the candidate's record (its first-call check) or the mask rules it out, or None."""
-    check = knowledge.check(candidate.check)
+    check = knowledge.verdict(candidate.check_key)
     if check is not None and not check.passed:
         return Reason.CHECK_FAILED
     backend = candidate.bound.backend

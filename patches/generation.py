@@ -10,17 +10,16 @@ same knowledge and the same windows and pace."""
 from __future__ import annotations
 
 import collections
+import dataclasses
 import time
-from typing import TYPE_CHECKING, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
 import torch
 
 from .checks import CheckKey
-from .ledger import Route, Tally
+from .ledger import Tally
+from .route import Route
 from .timing import StepTimer
-
-if TYPE_CHECKING:
-    from .step_trial import StepAside, StepTrial
 
 
 class Epoch(NamedTuple):
@@ -32,6 +31,53 @@ class Epoch(NamedTuple):
     in_sparse_steps: bool
     host_bound: bool
     out_of_memory: frozenset
+
+
+class CondPart(NamedTuple):
+    cond: int            # the cond's id
+    taking_part: bool    # inside its own timestep range at this step (ComfyUI leaves it out elsewhere)
+
+
+class EvaluationKey(NamedTuple):
+    """What makes one model evaluation's attention calls those of another: the latent's shape, dtype and
+    device, and which conds take part."""
+    latent_shape: tuple
+    dtype: torch.dtype
+    device: torch.device
+    conds: tuple[CondPart, ...]
+
+
+class StepShape(NamedTuple):
+    """What a step's verdict holds for, across generations: the model and its evaluation's shape."""
+    model: str
+    latent_shape: tuple
+    dtype: torch.dtype
+    device: torch.device
+    conds_taking_part: int
+
+
+@dataclasses.dataclass(frozen=True)
+class StepAside:
+    """An evaluation whose calls all went to ComfyUI's attention in ``epoch``; ``calls``: per device, what
+    its calls came to (counted again for each evaluation stepped aside from)."""
+    evaluation: EvaluationKey
+    epoch: Epoch
+    calls: dict[str, Tally]
+
+
+@dataclasses.dataclass
+class StepTrial:
+    """Evaluations of one shape timed in turns with the Scope's settled routes and without the Scope, in one
+    epoch, until they make a verdict (step_trial.trial_verdict)."""
+    shape: StepShape
+    epoch: Epoch
+    calls: dict[str, Tally]  # per device, what an evaluation's calls came to
+    scope_ms: list[float] = dataclasses.field(default_factory=list)
+    comfy_ms: list[float] = dataclasses.field(default_factory=list)
+
+    def comfy_turn(self) -> bool:
+        """Whether the next evaluation of the trial runs without the Scope."""
+        return len(self.comfy_ms) < len(self.scope_ms)
 
 
 class Generation:

@@ -24,7 +24,6 @@ class Knowledge:
         self.lock = threading.RLock()
         self.clock, self.finder, self.store = clock, finder, store
         self.step_clock = timing.StepClock() if step_clock is None else step_clock
-        self.registry: dict[str, backends.Backend] = dict(backends.REGISTRY)  # the kernels it knows, by name
         self.resolutions: dict[tuple[str, str], backends.Resolution] = {}
         self.checks: dict[CheckKey, CheckResult] = {}
         self.decisions: dict[BucketKey, Decision] = {}
@@ -36,7 +35,7 @@ class Knowledge:
     # -- kernels --------------------------------------------------------------------------------
 
     def backend(self, name: str) -> Optional[backends.Backend]:
-        return self.registry.get(name)
+        return self.finder.kernels.get(name)
 
     def is_exact(self, name: str) -> bool:
         """Whether the kernel called ``name`` is exact (torch's SDPA backends)."""
@@ -47,7 +46,7 @@ class Knowledge:
         """Every kernel choice the pack knows: ``auto``, ``exact`` and each kernel by name."""
         # (a sparse kernel is no kernel choice: the sparse input asks for it, and its gate comes with it)
         return [backends.AUTO_CHOICE, backends.EXACT_CHOICE,
-                *(name for name, backend in self.registry.items() if not backend.sparse)]
+                *(name for name, backend in self.finder.kernels.items() if not backend.sparse)]
 
     def usable(self, devices: list[torch.device]) -> list[str]:
         """``auto``, ``exact`` where an exact kernel binds, and every kernel bound on one of ``devices``."""
@@ -59,22 +58,22 @@ class Knowledge:
         found = self.resolutions.get(key)
         if found is None:
             with self.lock:
-                found = self.resolutions.setdefault(key, self.finder.find(choice, torch.device(device), self.backend))
+                found = self.resolutions.setdefault(key, self.finder.find(choice, torch.device(device)))
         return found
 
     # -- first-call checks ----------------------------------------------------------------------
 
-    def check(self, key: CheckKey) -> Optional[CheckResult]:
+    def verdict(self, key: CheckKey) -> Optional[CheckResult]:
         return self.checks.get(key)
 
-    def record_check(self, result: CheckResult) -> None:
+    def record_verdict(self, result: CheckResult) -> None:
         with self.lock:
             self.checks[result.key] = result
             self.version += 1
 
     def switch_off(self, key: CheckKey) -> None:
-        """A kernel that returned NaN/inf after passing its check: its calls of that kind stay on SDPA."""
-        self.record_check(CheckResult(key, False))
+        """A kernel that returned NaN/inf after passing its check: its calls of that kind keep ComfyUI's attention."""
+        self.record_verdict(CheckResult(key, False))
 
     # -- measured routing -----------------------------------------------------------------------
 

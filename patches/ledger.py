@@ -7,29 +7,11 @@ from __future__ import annotations
 import collections
 import dataclasses
 import threading
-from typing import TYPE_CHECKING, Any, NamedTuple, Optional
+from typing import Any, Optional
 
 from .reasons import Reason
 
-if TYPE_CHECKING:
-    from .decide import Candidate
-    from .timing import BucketKey
-
 COMFY_ROUTE = "ComfyUI"  # a measured bucket's route when its calls keep ComfyUI's attention; else the kernel's name
-
-
-class Route(NamedTuple):
-    """Where a call goes, as its device's Tally counts it on arrival (a call a kernel takes is counted
-    on the kernel once it ran: ``Router.run``), and what the router needs to send a call like it there
-    again without deciding it anew."""
-    device: str
-    reason: Optional[Reason]                  # why it keeps ComfyUI's attention; None: a kernel runs it
-    comfy_bucket: Optional[BucketKey] = None  # the shape bucket measured for ComfyUI's attention (the routing
-    #                                           table counts its calls), or None
-    unplaced: bool = False                    # a block window is set but the model gives the call no block
-    kernel: Optional[Candidate] = None        # the kernel that runs it (None: declined, or to be timed)
-    eligible: tuple[Candidate, ...] = ()      # those it may run on (a route to be timed times them)
-    tier_declined: Optional[Reason] = None    # why a tier (sparse) did not offer its candidate, where one asked
 
 
 def _counter() -> collections.Counter:
@@ -50,16 +32,6 @@ class Tally:
     counted_from_routes: int = 0      # calls of steps the Scope stepped aside from, counted from the routes it knew
     tiers: collections.Counter = _counter()     # tier -> of the kernel's calls, those a tier's kernel ran
     tier_declined: collections.Counter = _counter()  # Reason -> calls a tier asked for did not take
-
-    def count(self, route: Route, calls: int = 1) -> None:
-        if route.tier_declined is not None:
-            self.tier_declined[route.tier_declined] += calls
-        if route.unplaced:
-            self.no_block_positions += calls
-        if route.reason is not None:
-            self.declined[route.reason] += calls
-        if route.comfy_bucket is not None:
-            self.routes[route.comfy_bucket, COMFY_ROUTE] += calls
 
     def add(self, other: "Tally") -> None:
         for field in dataclasses.fields(self):
@@ -112,7 +84,7 @@ class Tally:
 class RunRecord:
     """One model's part of a run (a prompt): what the Scope did with it, its calls and sampling time."""
     note: str
-    declined_to: Optional[str] = None  # the override the Scope hands the calls it declines, or None (SDPA)
+    declined_to: Optional[str] = None  # the override the Scope hands the calls it declines, or None (ComfyUI's own)
     tallies: dict = dataclasses.field(default_factory=dict)  # device -> Tally
     sampling_ms: float = 0.0
     timing_ms: float = 0.0  # of which spent timing kernels (measured routing)
@@ -226,7 +198,7 @@ class Ledger:
     def snapshot(self, run_id=None) -> dict[str, Any]:
         """What the ledger holds, as plain data (``run``: the models of run ``run_id``, empty where that
         prompt scoped none), plus each device's calls per measured bucket (``bucket_calls``) and the calls
-        it handed to another override (``handed``, part of ``session``'s SDPA count)."""
+        it handed to another override (``handed``, part of ``session``'s declined count)."""
         with self.lock:
             run = self.run if run_id is None or run_id == self.run_id else {}
             devices = sorted({*self.totals, *self.kernel_lines})

@@ -21,9 +21,10 @@ import torch
 
 from . import compiled
 from .call import Call, MaskKind, comfy_arguments, signature
-from .decide import Candidate, decide, fastest
+from .decide import decide, fastest
+from .route import Candidate, Route
 from .generation import Generation
-from .ledger import COMFY_ROUTE, Route, Tally
+from .ledger import COMFY_ROUTE, Tally
 from .reasons import Fault, Reason, classify, describe
 from .session import Session
 from .settings import Settings
@@ -79,26 +80,40 @@ class Router:
     def route(self, arguments: dict) -> tuple[Optional[Call], Route]:
         """The call's facts and its route (a reason to keep ComfyUI's attention, or the kernel to run, or
         none yet: its candidates are to be checked and timed); the route counted. A call with the signature
-        of one made earlier in the run's epoch goes the same way without being decided again, and a declined
-        one without being parsed (no facts): from its second step on, a model's calls are such, and on a
-        host-bound model every microsecond here is paid in its step."""
+        of one made earlier in the run's epoch goes the same way without being decided again (``remembered``);
+        the first of its kind is decided (``first_decision``)."""
         generation = self.generation
         if generation is None:
-            call = Call.from_arguments(arguments)
-            self.session.ledger.count_outside_scope(call.device_name if call is not None else "unknown")
-            return call, Route("unknown", Reason.OUTSIDE_SCOPE)
+            return self.outside_scope(arguments)
         key = signature(arguments)
         route = generation.route(key, generation.epoch(self.session.knowledge.version))
-        if route is not None and route.reason is not None:
-            self.count(generation, route)
-            return None, route
-        call = Call.from_arguments(arguments)
         if route is None:
-            route = self.route_of(call, generation)
-            if key is not None and (route.reason is not None or route.kernel is not None):
-                generation.routes[key] = route  # (a route still to be timed is decided again next time)
+            return self.first_decision(generation, key, arguments)
+        return self.remembered(generation, route, arguments)
+
+    def outside_scope(self, arguments: dict) -> tuple[Optional[Call], Route]:
+        """A call of a scoped model while no generation is open (a forward outside sampling): counted apart."""
+        call = Call.from_arguments(arguments)
+        self.session.ledger.count_outside_scope(call.device_name if call is not None else "unknown")
+        return call, Route("unknown", Reason.OUTSIDE_SCOPE)
+
+    def first_decision(self, generation: Generation, key: Optional[tuple], arguments: dict):
+        """The first call of its signature in this epoch: parsed and decided; its route remembered where it is
+        settled (a route whose candidates are still to be timed is decided again next time)."""
+        call = Call.from_arguments(arguments)
+        route = self.route_of(call, generation)
+        if key is not None and (route.reason is not None or route.kernel is not None):
+            generation.routes[key] = route
         self.count(generation, route)
         return call, route
+
+    def remembered(self, generation: Generation, route: Route, arguments: dict):
+        """A call like one this epoch decided: counted on its route; parsed only where a kernel runs it (on a
+        host-bound model every microsecond here is paid in its step)."""
+        self.count(generation, route)
+        if route.reason is not None:
+            return None, route
+        return Call.from_arguments(arguments), route
 
     def route_of(self, call: Optional[Call], generation: Generation) -> Route:
         """The route ``decide`` rules for ``call`` (in an open generation) among the tiers' candidates and
@@ -123,7 +138,7 @@ class Router:
     @staticmethod
     def count(generation: Generation, route: Route) -> None:
         generation.calls_seen += 1
-        generation.tallies[route.device].count(route)
+        route.count_into(generation.tallies[route.device])
 
     # -- running --------------------------------------------------------------------------------
 
@@ -154,7 +169,7 @@ class Router:
         if self.needs_check(candidate):
             generation.waited = True  # the check reads both outputs
             reference = func(*args, **kwargs)
-            if not self.check(candidate, result, reference, tally):
+            if not self.judge_first_call(candidate, result, reference, tally):
                 tally.declined[Reason.CHECK_FAILED] += 1
                 return reference
         else:  # after the check: a device-side flag, read once a step (sampling.guarded)
@@ -213,7 +228,7 @@ class Router:
                 ran = True
             if checking:
                 checked.add(candidate)
-            if not checking or self.check(candidate, result, reference, tally):
+            if not checking or self.judge_first_call(candidate, result, reference, tally):
                 outputs[candidate] = result
         return outputs, checked, faulted
 
@@ -233,7 +248,7 @@ class Router:
         if faulted:
             return Reason.KERNEL_FAULT
         knowledge = self.session.knowledge
-        checks = [knowledge.check(candidate.check) for candidate in eligible]
+        checks = [knowledge.verdict(candidate.check_key) for candidate in eligible]
         if all(check is not None and not check.passed for check in checks):
             return Reason.CHECK_FAILED
         return Reason.MEASURED_SLOWER
@@ -261,7 +276,7 @@ class Router:
 
     def flag(self, candidate: Candidate, result: torch.Tensor) -> None:
         """The output's sum, read at the step's end (NaN/inf survive the sum)."""
-        self.generation.flags.append((candidate.check, result.sum(dtype=torch.float32)))
+        self.generation.flags.append((candidate.check_key, result.sum(dtype=torch.float32)))
 
     # -- the first-call check -------------------------------------------------------------------
 
@@ -270,14 +285,15 @@ class Router:
         or always where its rule says so (a tier's gate)."""
         if not (self.settings.first_call_check or candidate.rule.always):
             return False
-        return self.session.knowledge.check(candidate.check) is None
+        return self.session.knowledge.verdict(candidate.check_key) is None
 
-    def check(self, candidate: Candidate, result: torch.Tensor, reference: torch.Tensor, tally: Tally) -> bool:
+    def judge_first_call(self, candidate: Candidate, result: torch.Tensor, reference: torch.Tensor,
+                         tally: Tally) -> bool:
         """A candidate's first call of a kind: its ``result`` against ComfyUI's ``reference`` by the
         candidate's rule, kept for the session; whether it passed."""
-        rule, key = candidate.rule, candidate.check
+        rule, key = candidate.rule, candidate.check_key
         verdict = rule.judge(key, result, reference, candidate.bound.backend.exact)
-        self.session.knowledge.record_check(verdict)
+        self.session.knowledge.record_verdict(verdict)
         if verdict.passed:
             log.info("%s %s for %s", rule.name, verdict.describe(), key.describe())
             return True

@@ -206,7 +206,7 @@ def guarded(router: Router, run):
     if not bad:
         return out
     generation.restore_tallies(before)
-    _switch_off(router.session, generation, bad, "the step ran again on SDPA")
+    _switch_off(router.session, generation, bad, "the step ran again on ComfyUI's attention")
     out = run()
     _switch_off(router.session, generation, generation.take_bad_keys(), "the result was already used")
     if not all(bool(torch.isfinite(t).all()) for t in (out if isinstance(out, (list, tuple)) else [out])):
@@ -231,4 +231,4 @@ def _switch_off(session: Session, generation: Generation, bad: set, what: str) -
         generation.tallies[key.device].faults[Fault.NON_FINITE] += 1
         if session.ledger.first_time("non_finite", key):
             log.warning("The attention kernel returned NaN/inf for %s after its first-call check; %s and these "
-                        "calls stay on SDPA for this session.", key.describe(), what)
+                        "calls keep ComfyUI's attention for this session.", key.describe(), what)

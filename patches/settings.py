@@ -59,13 +59,13 @@ def order_problem(start_percent, end_percent) -> str:
 class Settings:
     enabled: bool = True
     kernel: str = KERNEL_AUTO
-    min_seq_len: int = 0           # 0: AUTO_FLOOR; else calls with query or key shorter stay on SDPA
+    min_seq_len: int = 0           # 0: AUTO_FLOOR; else calls with query or key shorter keep ComfyUI's attention
     first_call_check: bool = True
     smooth_k: bool = False
     routing: str = ROUTING_MEASURED
     start_percent: float = 0.0     # the step window, in ComfyUI's percent of the schedule
     end_percent: float = 1.0
-    first_blocks: int = -1         # blocks kept on SDPA at each end of a block type; -1: the kernel's default
+    first_blocks: int = -1         # blocks left to ComfyUI's attention at each end of a block type; -1: kernel's own
     last_blocks: int = -1
     sparse: str = SPARSE_OFF       # sol-attn: comfy-kitchen's sparse attention on the long self-attention calls
     sparse_tau: float = 1.0        # its density: routing threshold in sigmas (higher: sparser)
@@ -100,5 +100,5 @@ class Settings:
         return f"tau {self.sparse_tau:g}"
 
     def floors(self) -> tuple[int, int]:
-        """(query, key) lengths below which a call stays on SDPA."""
+        """(query, key) lengths below which a call keeps ComfyUI's attention."""
         return AUTO_FLOOR if self.min_seq_len == 0 else (self.min_seq_len, self.min_seq_len)

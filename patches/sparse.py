@@ -14,7 +14,8 @@ from .backends import Bound
 from .backends.kitchen import SOL_ATTN
 from .call import Call
 from .checks import CheckKey, CheckResult, gate
-from .decide import Candidate, CheckRule, argument_refusal, bucket_key
+from .decide import argument_refusal, bucket_key
+from .route import Candidate, CheckRule
 from .generation import Generation
 from .reasons import Reason
 from .session import Session
@@ -74,7 +75,7 @@ class SparseTier:
         if reason is not None:
             return Offer(None, reason)
         candidate = self.candidate(call, bound)
-        verdict = self.session.knowledge.check(candidate.check)
+        verdict = self.session.knowledge.verdict(candidate.check_key)
         if verdict is not None and not verdict.passed:
             return Offer(None, Reason.SPARSE_GATE)
         call.text_at, call.text_tokens = self.text_at, generation.text_tokens  # its sink blocks stay exact

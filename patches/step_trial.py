@@ -7,66 +7,28 @@ one of two ways, with the Scope (``Runs.with_scope``) or without it (``Runs.with
   from the routes already known (``StepAside``).
 - **The step trial.** Per-call timings can miss what a kernel costs inside a step (its host time in a
   host-bound step, its launches among the model's). So under measured routing, on a device the step
-  clock times, the first evaluation of a shape whose routes are settled is timed with the Scope and the
-  next without it; the two make the verdict on evaluations of that shape and epoch for the session
-  (``StepVerdict``), and where the Scope is slower it steps aside from them (reason ``step_slower``)."""
+  clock times, evaluations of a shape whose routes are settled are timed with the Scope and without it
+  in turns; a first pair far apart (``DECISIVE``) makes the verdict alone, a closer one takes the medians
+  of ``TRIAL_PAIRS`` pairs (a small model's step varies by more than the margin from one to the next).
+  The verdict holds for evaluations of that shape and epoch for the session (``StepVerdict``), and where
+  the Scope is slower it steps aside from them (reason ``step_slower``)."""
 from __future__ import annotations
 
-import dataclasses
 import logging
 from typing import Any, Callable, NamedTuple, Optional
 
 import torch
 
-from .generation import Epoch, Generation
+from .generation import CondPart, Epoch, EvaluationKey, Generation, StepAside, StepShape, StepTrial
 from .ledger import Tally
 from .reasons import Reason
 from .settings import ROUTING_MEASURED
-from .timing import StepVerdict
+from .timing import StepVerdict, median
 
 log = logging.getLogger(__name__)
 
-
-class CondPart(NamedTuple):
-    cond: int            # the cond's id
-    taking_part: bool    # inside its own timestep range at this step (ComfyUI leaves it out elsewhere)
-
-
-class EvaluationKey(NamedTuple):
-    """What makes one model evaluation's attention calls those of another: the latent's shape, dtype and
-    device, and which conds take part."""
-    latent_shape: tuple
-    dtype: torch.dtype
-    device: torch.device
-    conds: tuple[CondPart, ...]
-
-
-class StepShape(NamedTuple):
-    """What a step's verdict holds for, across generations: the model and its evaluation's shape."""
-    model: str
-    latent_shape: tuple
-    dtype: torch.dtype
-    device: torch.device
-    conds_taking_part: int
-
-
-@dataclasses.dataclass(frozen=True)
-class StepAside:
-    """An evaluation whose calls all went to ComfyUI's attention in ``epoch``; ``calls``: per device, what
-    its calls came to (counted again for each evaluation stepped aside from)."""
-    evaluation: EvaluationKey
-    epoch: Epoch
-    calls: dict[str, Tally]
-
-
-@dataclasses.dataclass(frozen=True)
-class StepTrial:
-    """An evaluation timed with the Scope's settled routes: the next one of its shape and epoch runs
-    without the Scope, timed, and the two make the verdict."""
-    shape: StepShape
-    epoch: Epoch
-    scope_ms: float
-    calls: dict[str, Tally]  # per device, what its calls came to
+TRIAL_PAIRS = 3   # the most pairs of evaluations (with and without the Scope) a trial takes
+DECISIVE = 1.25   # a first pair whose times differ by this factor or more decides alone
 
 
 class Runs(NamedTuple):
@@ -111,14 +73,16 @@ def evaluate(router, runs: Runs, evaluation: Optional[EvaluationKey]):
         count_stepped_aside(generation)
         return runs.without_scope()
     trial = generation.trial
-    if shape is not None and verdict is None and trial is not None and (trial.shape, trial.epoch) == (shape, epoch):
+    if shape is None or verdict is not None or trial is None or (trial.shape, trial.epoch) != (shape, epoch):
+        trial = None
+    if trial is not None and trial.comfy_turn():
         return compare_step(router, trial, runs.without_scope)
     calls_before, before = generation.calls_seen, generation.save_tallies()
     if shape is None or verdict is not None:
         out = runs.with_scope()
     else:
         out, scope_ms = knowledge.step_clock("scope", runs.with_scope, evaluation.device)
-        offer_trial(generation, shape, epoch, scope_ms, before)
+        offer_trial(generation, shape, epoch, scope_ms, before, trial)
     note_step(generation, evaluation, generation.epoch(knowledge.version), before,
               generation.calls_seen - calls_before)
     return out
@@ -177,9 +141,10 @@ def note_step(generation: Generation, evaluation: Optional[EvaluationKey], epoch
 
 
 def offer_trial(generation: Generation, shape: StepShape, epoch: Epoch, scope_ms: float,
-                before: dict[str, Tally]) -> None:
+                before: dict[str, Tally], going_on: Optional[StepTrial]) -> None:
     """After an evaluation timed with the Scope: where it ran kernels, none failed and nothing was checked or
-    timed in it (it waited for none of that), the next one of its shape is timed without the Scope."""
+    timed in it (it waited for none of that), its time is a sample of the trial (``going_on``, or a new
+    one), and the next one of its shape is timed without the Scope. Else the trial ends unjudged."""
     waited = generation.waited
     generation.waited = True  # the clock's synchronisation says nothing of the pace: not read
     calls = generation.calls_since(before)
@@ -188,20 +153,36 @@ def offer_trial(generation: Generation, shape: StepShape, epoch: Epoch, scope_ms
     if waited or not ran_kernels or faulted:
         generation.trial = None
         return
-    generation.trial = StepTrial(shape, epoch, scope_ms, calls)
+    trial = going_on if going_on is not None else StepTrial(shape, epoch, calls)
+    trial.scope_ms.append(scope_ms)
+    generation.trial = trial
+
+
+def trial_verdict(trial: StepTrial) -> Optional[StepVerdict]:
+    """The trial's verdict once its samples make one: a first pair ``DECISIVE`` apart, or ``TRIAL_PAIRS``
+    pairs (their medians); else None (it goes on)."""
+    pairs = len(trial.comfy_ms)
+    if pairs == 0:
+        return None
+    first = trial.comfy_ms[0] / trial.scope_ms[0]
+    if pairs < TRIAL_PAIRS and 1 / DECISIVE < first < DECISIVE:
+        return None
+    return StepVerdict(median(trial.scope_ms[:pairs]), median(trial.comfy_ms), trial.calls, pairs)
 
 
 def compare_step(router, trial: StepTrial, without_scope: Callable[[], Any]):
-    """The evaluation after a trial: run without the Scope, timed; the two times make the verdict on
-    evaluations of that shape and epoch for the session (said in the log); its output stands."""
+    """A trial's evaluation without the Scope, timed (its output stands); where the samples now make a
+    verdict, it holds for evaluations of that shape and epoch for the session (said in the log)."""
     generation, knowledge = router.generation, router.session.knowledge
-    generation.trial = None
     generation.waited = True
     out, comfy_ms = knowledge.step_clock("comfy", without_scope, trial.shape.device)
-    verdict = StepVerdict(trial.scope_ms, comfy_ms, trial.calls)
-    knowledge.record_step_verdict(trial.shape, trial.epoch, verdict)
+    trial.comfy_ms.append(comfy_ms)
     count_evaluation(generation, trial.calls, Reason.STEP_TRIAL)
     generation.measuring_ms += comfy_ms
-    log.log(logging.INFO if verdict.keep_scope else logging.WARNING, "Sage Attention Scope timed %s: %s.",
-            router.model_label, verdict.describe())
+    verdict = trial_verdict(trial)
+    if verdict is not None:
+        generation.trial = None
+        knowledge.record_step_verdict(trial.shape, trial.epoch, verdict)
+        log.log(logging.INFO if verdict.keep_scope else logging.WARNING, "Sage Attention Scope timed %s: %s.",
+                router.model_label, verdict.describe())
     return out

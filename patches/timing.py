@@ -153,13 +153,14 @@ def time_arms(clock: Clock, kernels: dict, run_comfy: Callable, device: torch.de
 
 @dataclasses.dataclass(frozen=True)
 class StepVerdict:
-    """One model evaluation timed with the Scope's routes and one like it without the Scope: the per-call
-    timings can miss what a kernel costs inside a step (its host time in a host-bound step, its launches
-    among the model's), so the whole step has the last word. ``calls``: per device, the calls such an
-    evaluation makes (counted for each evaluation the verdict steps aside from)."""
+    """Model evaluations timed with the Scope's routes and like ones without the Scope (the medians of
+    ``pairs`` of each): the per-call timings can miss what a kernel costs inside a step (its host time in a
+    host-bound step, its launches among the model's), so the whole step has the last word. ``calls``: per
+    device, the calls such an evaluation makes (counted for each evaluation the verdict steps aside from)."""
     scope_ms: float
     comfy_ms: float
     calls: dict
+    pairs: int = 1
 
     @property
     def keep_scope(self) -> bool:
@@ -168,7 +169,8 @@ class StepVerdict:
 
     def describe(self) -> str:
         verdict = "the Scope's routes" if self.keep_scope else "ComfyUI's attention (the Scope steps aside)"
-        return f"a step {self.scope_ms:.1f} ms with the Scope, {self.comfy_ms:.1f} ms without -> {verdict}"
+        samples = f" (medians of {self.pairs} each)" if self.pairs > 1 else ""
+        return f"a step {self.scope_ms:.1f} ms with the Scope, {self.comfy_ms:.1f} ms without -> {verdict}{samples}"
 
 
 class StepClock:

@@ -22,35 +22,30 @@ from sas_harness.models import TINY_FLUX, build, flux_conditioning, sample
 from sas_harness.run import call_of, attention, hnd, in_scope, last_generation, plain_attention
 
 QUANTISED = ("sage2_fp8_sm90", "sage1_triton", "kitchen_int8")
-EXACT = backends.EXACT
+EXACT = tuple(name for name in backends.EXACT if backends.REGISTRY[name].module == torch_sdpa.__name__)  # torch's
 BF16 = torch.bfloat16
 CPU = torch.device("cpu")  # the tensors' device: the doubles run there, the machine says sm90
 
 
-def on_cpu(name: str) -> backends.Backend:
-    """The pack's declaration of ``name``, allowed on the CPU (and in fp32, the tiny models' dtype)."""
+def in_fp32(name: str) -> backends.Backend:
+    """The pack's declaration of ``name``, taking fp32 too (the tiny models' dtype)."""
     declared = backends.REGISTRY[name]
-    return dataclasses.replace(declared, devices=frozenset({"cpu"}), dtypes=declared.dtypes | {torch.float32})
+    return dataclasses.replace(declared, dtypes=declared.dtypes | {torch.float32})
 
 
 def machine(clock=None, *, sdpa=None, sage2=None, kitchen=None, capability=(9, 0), step_clock=None) -> Session:
-    """A session on a GPU of ``capability`` whose libraries are SageAttention 2, comfy-kitchen and torch's
-    SDPA backends (doubles; ``None`` for one leaves the default double, ``False`` leaves it uninstalled)."""
+    """A session on a GPU of ``capability`` (every device is one, the CPU too) whose libraries are SageAttention 2,
+    comfy-kitchen and torch's SDPA backends (doubles; ``None`` for one leaves the default double, ``False``
+    leaves it uninstalled)."""
     modules = {"sageattention": doubles.sageattention2_module() if sage2 is None else sage2,
                "comfy_kitchen": doubles.library(int8_attention=doubles.int8_attention,
                                                 int8_attention_is_available=doubles.int8_attention_is_available)
                if kitchen is None else kitchen,
                torch_sdpa.__name__: doubles.torch_sdpa_module() if sdpa is None else sdpa}
-
-    def find(name):
-        if not modules.get(name):
-            raise ImportError(f"No module named {name!r}")
-        return modules[name]
     session = Session(store=None, clock=clock or FakeClock(),
-                      finder=backends.Finder(find, lambda module: "2.2.0", lambda device: capability),
-                      step_clock=step_clock)
+                      finder=doubles.machine_finder(modules, capability, lambda module: "2.2.0"), step_clock=step_clock)
     for name in (*QUANTISED, *EXACT):
-        doubles.add_kernel(session.knowledge, on_cpu(name))
+        doubles.add_kernel(session.knowledge, in_fp32(name))
     return session
 
 
@@ -368,7 +363,7 @@ def test_knowledge_written_mid_run_brings_the_scope_back(session):
 
     def learn(step, *args):
         if step == 1:  # another model learned something: what decide reads changed
-            session.knowledge.record_check(CheckResult(CheckKey("cuda:7", "bfloat16", 64, "sdpa_flash"), True))
+            session.knowledge.record_verdict(CheckResult(CheckKey("cuda:7", "bfloat16", 64, "sdpa_flash"), True))
     seen = _reached_router(scoped, STEPS, callback=learn)
     assert seen == [CALLS_PER_STEP, 0, CALLS_PER_STEP, 0]
     assert sum(last_generation(session, "cpu")["sdpa"].values()) == STEPS * CALLS_PER_STEP
@@ -405,9 +400,10 @@ def test_a_stepped_aside_evaluation_hands_its_calls_to_the_override_below_the_sc
 
 def test_kernels_that_win_per_call_but_lose_the_step_leave_it_to_comfyuis_attention():
     """A kernel can time faster alone than it runs inside a step (its host time in a host-bound step): the
-    first evaluation with settled routes is timed, the next runs without the Scope, timed; the Scope's
-    slower, it steps aside from evaluations of that shape for the session, this generation and the next."""
-    steps = doubles.FakeStepClock(scope_ms=10.0, comfy_ms=9.0)
+    first evaluation with settled routes is timed, the next runs without the Scope, timed; the Scope clearly
+    slower (a first pair far apart decides alone), it steps aside from evaluations of that shape for the
+    session, this generation and the next."""
+    steps = doubles.FakeStepClock(scope_ms=10.0, comfy_ms=7.0)
     session = machine(FakeClock(1.0, 2.0), step_clock=steps)
     model, scoped = scoped_flux(session)
     seen = _reached_router(scoped, STEPS)
@@ -435,25 +431,59 @@ def test_kernels_that_win_the_step_keep_it_and_the_trial_costs_one_evaluation():
     assert "5.0 ms with the Scope, 9.0 ms without -> the Scope's routes" in render(payload(session))
 
 
+class StepTimes:
+    """A step clock for the step trial that times on any device (the CPU too) and returns the given times in
+    turn for each arm, as a noisy small model's steps come; each evaluation is run."""
+
+    def __init__(self, scope_ms: list[float], comfy_ms: list[float]):
+        self.ms = {"scope": list(scope_ms), "comfy": list(comfy_ms)}
+        self.timed: list[str] = []
+
+    @staticmethod
+    def times(device) -> bool:
+        return True
+
+    def __call__(self, arm, run, device):
+        self.timed.append(arm)
+        return run(), self.ms[arm].pop(0)
+
+
+def test_a_close_step_is_judged_on_the_medians_of_several_pairs():
+    """Where the first pair is close, one sample of each says little (a small model's step varies by more than
+    the margin): the trial takes its pairs in turns, and the medians decide. Here the one fast outlier of the
+    Scope's side would have kept the Scope; the medians say ComfyUI's attention (the Scope steps aside)."""
+    steps = StepTimes(scope_ms=[50.0, 8.0, 10.0, 10.2], comfy_ms=[9.0, 9.9, 9.8])
+    session = machine(FakeClock(1.0, 2.0), step_clock=steps)
+    _, scoped = scoped_flux(session)
+    seen = _reached_router(scoped, 8)
+    # evaluation 1 settles the routes (timed, waited: no sample); then scope, comfy in turns, three pairs
+    assert seen == [CALLS_PER_STEP, CALLS_PER_STEP, 0, CALLS_PER_STEP, 0, CALLS_PER_STEP, 0, 0]
+    assert steps.timed == ["scope"] + ["scope", "comfy"] * 3
+    counts = last_generation(session, "cpu")
+    assert counts["sdpa"] == {Reason.STEP_TRIAL.value: 3 * CALLS_PER_STEP, Reason.STEP_SLOWER.value: CALLS_PER_STEP}
+    assert "a step 10.0 ms with the Scope, 9.8 ms without -> ComfyUI's attention (the Scope steps aside) " \
+           "(medians of 3 each)" in render(payload(session))
+
+
 def test_routing_always_and_a_near_tie_of_the_step():
     """routing=always never times a step (the user chose the kernel); a step within the margin goes to
-    ComfyUI's attention, as a near tie of a call does."""
+    ComfyUI's attention, as a near tie of a call does, once three pairs say so."""
     steps = doubles.FakeStepClock(scope_ms=9.0, comfy_ms=9.1)
     session = machine(FakeClock(1.0, 2.0), step_clock=steps)
     _, scoped = scoped_flux(session, Settings(routing="always", min_seq_len=1))
     assert _reached_router(scoped, STEPS) == [CALLS_PER_STEP] * STEPS and steps.timed == []
     session = machine(FakeClock(1.0, 2.0), step_clock=steps)
     _, scoped = scoped_flux(session)
-    assert _reached_router(scoped, STEPS) == [CALLS_PER_STEP, CALLS_PER_STEP, 0, 0]
+    assert _reached_router(scoped, 8) == [CALLS_PER_STEP, CALLS_PER_STEP, 0, CALLS_PER_STEP, 0, CALLS_PER_STEP, 0, 0]
 
 
 def test_a_step_verdict_holds_only_while_the_routes_it_timed_stand():
     """What decide reads changing (here a check another model recorded) times the step again."""
-    steps = doubles.FakeStepClock(scope_ms=10.0, comfy_ms=9.0)
+    steps = doubles.FakeStepClock(scope_ms=10.0, comfy_ms=7.0)
     session = machine(FakeClock(1.0, 2.0), step_clock=steps)
     _, scoped = scoped_flux(session)
     _reached_router(scoped, STEPS)
     from sage_attention_scope.patches.checks import CheckKey, CheckResult
-    session.knowledge.record_check(CheckResult(CheckKey("cuda:7", "bfloat16", 64, "sdpa_flash"), True))
+    session.knowledge.record_verdict(CheckResult(CheckKey("cuda:7", "bfloat16", 64, "sdpa_flash"), True))
     assert _reached_router(scoped, STEPS) == [CALLS_PER_STEP, 0, 0, 0]
     assert steps.timed == ["scope", "scope", "comfy", "scope", "comfy"]

@@ -120,7 +120,7 @@ def test_nan_after_the_check_reruns_the_step_on_sdpa(session, model, plain, capl
     assert gen["sage"] == 0 and gen["sdpa"] == {Reason.CHECK_FAILED.value: CALLS}
     assert gen["faults"] == {Fault.NON_FINITE.value: 1}
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert len(warnings) == 1 and "NaN/inf" in warnings[0] and "ran again on SDPA" in warnings[0]
+    assert len(warnings) == 1 and "NaN/inf" in warnings[0] and "ran again on ComfyUI's attention" in warnings[0]
 
 
 def test_finite_flags_are_read_once_per_step_not_per_call(session, model, monkeypatch):

@@ -101,6 +101,6 @@ def test_device_state_is_kept_per_device(session):
     assert session.knowledge.retired.get("cuda:1") and not session.knowledge.retired.get("cuda:0")
     failed = checks.CheckKey("cuda:1", "bfloat16", 128, "k")
     out = torch.ones(4, 4)
-    session.knowledge.record_check(checks.judge(failed, -out, out))  # a kernel that fails its check on cuda:1
-    assert session.knowledge.check(failed).passed is False
+    session.knowledge.record_verdict(checks.judge(failed, -out, out))  # a kernel that fails its check on cuda:1
+    assert session.knowledge.verdict(failed).passed is False
     assert checks.CheckKey("cuda:0", "bfloat16", 128, "k") not in session.knowledge.checks
