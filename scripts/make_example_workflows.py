@@ -373,24 +373,30 @@ WAN_NEGATIVE = ("bright colors, overexposed, static, blurred details, subtitles,
 # -- the workflows ---------------------------------------------------------------------------
 
 
-def compare_sdxl() -> Graph:
-    """One SDXL model and prompt, two KSamplers with the same fixed seed: one through a Scope that is
-    off, one through a Scope that is on; both decoded into Sage Attention Compare (a = off, b = on)."""
+def compare_flux1() -> Graph:
+    """The FLUX.1 dev template's model, prompt and size, two KSamplers with the same fixed seed: one through
+    a Scope that is off, one through a Scope that is on; both decoded into Sage Attention Compare (a = off,
+    b = on). FLUX.1 is where the Scope was measured to pay on an H100 (docs/measured.md)."""
     g = Graph()
-    ckpt = _checkpoint(g, "sd_xl_base_1.0.safetensors")
-    positive = _encode(g, ckpt, 1, "a lighthouse on a rocky coast at dusk, waves, dramatic clouds, photograph")
-    negative = _encode(g, ckpt, 1, "lowres, blurry, watermark")
-    latent = g.add("EmptyLatentImage", [1024, 1024, 1], [], [("LATENT", "LATENT")])
-    sampler_widgets = [42, "fixed", 25, 7.0, "dpmpp_2m", "karras", 1.0]  # the same seed in both: keep them equal
+    unet = _unet(g, "flux1-dev.safetensors")
+    clip = g.add("DualCLIPLoader", ["clip_l.safetensors", "t5xxl_fp16.safetensors", "flux", "default"], [],
+                 [("CLIP", "CLIP")])
+    vae = g.add("VAELoader", ["ae.safetensors"], [], [("VAE", "VAE")])
+    text = _encode(g, clip, 0, "a lighthouse on a rocky coast at dusk, waves, dramatic clouds, photograph")
+    guided = g.add("FluxGuidance", [3.5], [("conditioning", "CONDITIONING")], [("CONDITIONING", "CONDITIONING")])
+    g.link(text, 0, guided, "conditioning")
+    negative = _zero_out(g, text)
+    latent = g.add("EmptySD3LatentImage", [1024, 1024, 1], [], [("LATENT", "LATENT")])
+    sampler_widgets = [42, "fixed", 20, 1.0, "euler", "simple", 1.0]  # the same seed in both: keep them equal
     latents = []
     for enabled, title in ((False, "Sage Attention Scope (off: ComfyUI's attention)"),
                            (True, "Sage Attention Scope (on)")):
-        scope = g.scope(ckpt, 0, scope_widgets(enabled=enabled), title=title)
-        sampler = _ksampler(g, (positive, 0), (negative, 0), (latent, 0), sampler_widgets)
+        scope = g.scope(unet, 0, scope_widgets(enabled=enabled), title=title)
+        sampler = _ksampler(g, (guided, 0), (negative, 0), (latent, 0), sampler_widgets)
         sampler["title"] = f"KSampler ({'with' if enabled else 'without'} SageAttention)"
         g.link(scope, 0, sampler, "model")
         latents.append(sampler)
-    images = [_decode(g, sampler, ckpt, 2) for sampler in latents]
+    images = [_decode(g, sampler, vae, 0) for sampler in latents]
     _compare_images(g, images, COMPARE_LABELS)
     return g
 
@@ -776,12 +782,13 @@ class Template:
 
 
 TEMPLATES = [
-    Template("Compare with and without SageAttention (SDXL)", compare_sdxl, "SDXL",
+    Template("Compare with and without SageAttention (FLUX.1)", compare_flux1, "FLUX.1 dev",
              "compare: Scope off vs on", "the same seed twice, then Sage Attention Compare",
-             "One SDXL checkpoint and prompt sampled twice with the same fixed seed: through a Sage Attention Scope "
-             "that is off (ComfyUI's own attention) and through one that is on. Sage Attention Compare shows both "
-             "images, a heat map of where they differ, PSNR and SSIM, and each run's sampling time. Put your own "
-             "model in the loader; keep both seeds equal."),
+             "FLUX.1 dev at 1024x1024, 20 steps, sampled twice with the same fixed seed: through a Sage Attention "
+             "Scope that is off (ComfyUI's own attention) and through one that is on. Sage Attention Compare shows "
+             "both images, a heat map of where they differ, PSNR and SSIM, and each run's sampling time. FLUX.1 is "
+             "where the Scope was measured faster on an H100, more at 2048x2048 than at 1024x1024 (the pack's "
+             "docs/measured.md); your GPU may differ, which is what this shows. Keep both seeds equal."),
     Template("FLUX.1 dev text to image", flux1_dev, "FLUX.1 dev",
              "text to image", "between the loader and the KSampler",
              "FLUX.1 dev at 1024x1024, 20 steps: the Scope sits between Load Diffusion Model and the KSampler; "
@@ -798,8 +805,11 @@ TEMPLATES = [
              "Z-Image Turbo at 1024x1024, 8 steps: the Scope goes after the flow shift, before the KSampler."),
     Template("SDXL text to image", sdxl, "SDXL",
              "text to image", "between the checkpoint and the KSampler",
-             "SDXL base at 1024x1024: the Scope after the checkpoint loader. SDXL's short sequences mostly stay on "
-             "SDPA, where no kernel pays; Status says which calls moved."),
+             "SDXL base at 1024x1024: the Scope after the checkpoint loader. SDXL's sequences are short, and on "
+             "an H100 the Scope measured slower than ComfyUI alone on SDXL at 1024x1024 (the pack's "
+             "docs/measured.md). It now times a whole step against one without it and steps aside where it is "
+             "slower (Status: step_slower), which no GPU run has measured yet. Check on your GPU: run once with "
+             "the Scope's enabled off and once on, and compare the sampling times Status shows; keep the faster."),
     Template("SD3.5 Large text to image", sd35_large, "SD3.5 Large",
              "text to image", "between the checkpoint and the KSampler",
              "Stable Diffusion 3.5 Large (fp8 checkpoint with its text encoders and VAE) at 1024x1024: the Scope "

@@ -3,10 +3,10 @@ browser shows beside a custom node's template (front end 1.32.9 asks for the sam
 card is square).
 
 No model weights exist where this runs, so a thumbnail shows no generated picture: it is a card
-naming the model family, the task and where the Scope sits, over the graph as ComfyUI's own front
-end draws it (ComfyUI started with the pack, the workflow loaded in headless Chromium, the canvas
-around the Sage Attention nodes photographed). Run from the repository root, after
-scripts/make_example_workflows.py:
+naming the model family, the task and where the Scope sits (below a top band the 0.33 template browser
+covers with its "Node graph" badge), over the graph as ComfyUI's own front end draws it (ComfyUI
+started with the pack, the workflow loaded in headless Chromium, the canvas around the Sage Attention
+nodes photographed). Run from the repository root, after scripts/make_example_workflows.py:
     .venv/bin/python scripts/make_thumbnails.py [--only TITLE ...] [--out DIR]
 Needs Playwright and Chromium ($SAS_CHROMIUM, else chromium on PATH); ComfyUI from $COMFYUI_PATH,
 else .comfyui/ComfyUI. A node this ComfyUI lacks (LTX-2's before 0.8) is left out of the photograph
@@ -35,7 +35,10 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from make_example_workflows import EXTRA_KEY, FLOOR, PACK_NODES  # noqa: E402
 
 SIZE = 512                     # the card, square like the browser's
-GRAPH = (1200, 720)            # the photographed part of the canvas, CSS px (the card's graph area is 5:3)
+# ComfyUI 0.33's template browser lays a "Node graph" badge over the card's top left (about the top 60 px and
+# the left 230 px of a 512 px card): the title starts below this band, which holds nothing but the background.
+TOP_BAND = 84
+GRAPH = (1200, 632)            # the photographed part of the canvas, CSS px (as the card's graph area, 512 x 270)
 VIEWPORT = (1600, 1200)        # the window: the graph part sits clear of the menus and the canvas controls
 QUALITY = 88                   # JPEG quality: a card is ~30-45 KB
 MAX_BYTES = 150_000
@@ -107,15 +110,16 @@ def card_html(meta: dict, graph_png: bytes, font_face: str) -> str:
     return f"""<!doctype html><html><head><style>
 {font_face}
 html, body {{ margin: 0; background: #151515; }}
-.card {{ width: {SIZE}px; height: {SIZE}px; box-sizing: border-box; padding: 22px 24px 0;
+.card {{ width: {SIZE}px; height: {SIZE}px; box-sizing: border-box; padding: {TOP_BAND}px 24px 0;
   font-family: Inter, 'DejaVu Sans', sans-serif; color: #eee; overflow: hidden;
   background: linear-gradient(160deg, #24303a 0%, #171a1d 55%, #131313 100%); position: relative; }}
-.family {{ font-size: 40px; font-weight: 750; letter-spacing: -0.5px; line-height: 1.1; }}
-.task {{ font-size: 22px; color: #b9c3cc; margin-top: 4px; }}
-.scope {{ margin-top: 14px; font-size: 15px; color: #cfe; display: flex; gap: 8px; align-items: center; }}
+.family {{ font-size: 36px; font-weight: 750; letter-spacing: -0.5px; line-height: 1.1; white-space: nowrap;
+  overflow: hidden; text-overflow: ellipsis; }}
+.task {{ font-size: 20px; color: #b9c3cc; margin-top: 4px; }}
+.scope {{ margin-top: 10px; font-size: 15px; color: #cfe; display: flex; gap: 8px; align-items: center; }}
 .chip {{ background: #355; border: 1px solid #4a7a7a; color: #dff; border-radius: 6px; padding: 3px 8px;
   font-weight: 600; white-space: nowrap; }}
-.graph {{ position: absolute; left: 0; right: 0; bottom: 30px; height: 300px; overflow: hidden;
+.graph {{ position: absolute; left: 0; right: 0; bottom: 30px; height: 270px; overflow: hidden;
   border-top: 1px solid #333; border-bottom: 1px solid #333; }}
 .graph img {{ width: 100%; height: 100%; object-fit: cover; display: block; }}
 .foot {{ position: absolute; left: 24px; right: 24px; bottom: 7px; font-size: 13px; color: #9aa; }}

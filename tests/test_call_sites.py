@@ -1,5 +1,5 @@
-"""The user guide's table of each family's attention calls (scripts/write_docs.py, from sas_harness.call_sites)
-held against a run of each family's tiny model through the Scope on this ComfyUI: the guide's lines for a model
+"""The supported-models page's table of each family's attention calls (scripts/write_docs.py, from sas_harness.call_sites)
+held against a run of each family's tiny model through the Scope on this ComfyUI: the page's lines for a model
 are those its run gives here, every call of the run is a declared kind and every declared kind a call of the run;
 and the automatic floor the table applies to a family's usual token counts is the router's, at those counts."""
 from __future__ import annotations
@@ -17,12 +17,12 @@ from sas_harness.families import (CASES, SAGE, UNET_LEVEL0_BLOCKS, UNET_LEVEL1_B
 from sas_harness.host import comfyui_version
 from sas_harness.run import last_generation
 
-GUIDE = ROOT / "docs" / "user-guide.md"
+MODELS_PAGE = ROOT / "docs" / "models.md"
 HEX = re.compile(r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")  # what a commit's name looks like
 
 
 def _guide_lines() -> dict:
-    return call_sites.in_guide(GUIDE.read_text())
+    return call_sites.in_guide(MODELS_PAGE.read_text())
 
 
 def test_every_case_has_its_calls_declared_and_every_declaration_a_case():
@@ -36,7 +36,7 @@ def test_the_guides_lines_for_a_model_are_those_of_its_run_here(case):
     here = comfyui_version()
     fresh = set(call_sites.rows_of(case, call_sites.run_case(case)))
     committed = {row for row, hosts in _guide_lines().items() if row.model == case.config_class and here in hosts}
-    assert fresh == committed, ("docs/user-guide.md's call lines differ from this run; run scripts/write_docs.py "
+    assert fresh == committed, ("docs/models.md's call lines differ from this run; run scripts/write_docs.py "
                                 "on each test host")
 
 
@@ -75,12 +75,12 @@ def test_sdxl_calls_at_its_usual_token_counts_route_as_the_table_says(session):
 def test_the_table_reads_back_as_it_was_written():
     lines = _guide_lines()
     assert lines, "docs/user-guide.md has no call table in its generated families block"
-    block = GUIDE.read_text().split(call_sites.HEADER, 1)[1].split("<!-- /generated:families -->", 1)[0]
+    block = MODELS_PAGE.read_text().split(call_sites.HEADER, 1)[1].split("<!-- /generated:families -->", 1)[0]
     assert call_sites.render(lines, release) == call_sites.HEADER + block.rstrip("\n")
 
 
 def test_the_generated_tables_name_no_commit():
     """Figures name their GPU, ComfyUI and date; the run logs name the commits."""
-    blocks = re.findall(r"<!-- generated:(\w+) -->\n(.*?)<!-- /generated:\1 -->", GUIDE.read_text(), re.S)
+    blocks = re.findall(r"<!-- generated:(\w+) -->\n(.*?)<!-- /generated:\1 -->", MODELS_PAGE.read_text(), re.S)
     assert blocks
     assert [(name, HEX.findall(text)) for name, text in blocks if HEX.findall(text)] == []

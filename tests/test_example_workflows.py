@@ -22,6 +22,7 @@ EXAMPLES = ROOT / "example_workflows"
 WORKFLOWS = sorted(EXAMPLES.glob("*.json"))
 FRONTEND_ONLY = {"MarkdownNote", "Note"}
 MIN_SIDE, MIN_STD, MAX_BYTES = 256, 12.0, 150_000
+SIDE, BADGE_ROWS, CORNER_STD = 512, 70, 6.0  # the card's corner the badge covers: left half, top 70 rows
 
 
 def _generator():
@@ -105,6 +106,15 @@ def test_the_thumbnail_is_a_real_jpeg_the_browser_can_show(path):
         assert stats.stddev[0] > MIN_STD, f"{thumb.name} is nearly one colour (std {stats.stddev[0]:.1f})"
         colours = image.convert("RGB").resize((64, 64)).getcolors(64 * 64)
         assert colours is None or len(colours) > 16, f"{thumb.name} has {len(colours)} colours"
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, **ids)
+def test_the_thumbnail_leaves_the_badge_corner_to_the_badge(path):
+    """ComfyUI 0.33's template browser lays its "Node graph" badge over the card's top left: the thumbnail
+    keeps its title below (scripts/make_thumbnails.py TOP_BAND), so that corner holds only the background."""
+    with Image.open(path.with_suffix(".jpg")) as image:
+        corner = image.convert("L").resize((SIDE, SIDE)).crop((0, 0, SIDE // 2, BADGE_ROWS))
+        assert ImageStat.Stat(corner).stddev[0] < CORNER_STD, f"{path.stem}: text under the badge"
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, **ids)
@@ -252,19 +262,20 @@ def test_every_scope_has_its_inputs_in_order_at_the_defaults_or_off(path):
 
 
 SPARSE_COMPARE = "Dense vs sparse attention (Wan 2.2 A14B)"
+COMPARE = "Compare with and without SageAttention (FLUX.1)"
 
 
 def test_the_compare_templates_are_the_scope_off_and_on_one_and_the_dense_and_sparse_one():
     """tests/test_browser.py finds the off/on one as the one template whose title starts with "Compare"."""
     compares = sorted(p.stem for p in WORKFLOWS if _nodes(_load(p), "SageAttentionCompare"))
-    assert compares == ["Compare with and without SageAttention (SDXL)", SPARSE_COMPARE]
+    assert compares == [COMPARE, SPARSE_COMPARE]
     starts = [p.stem for p in WORKFLOWS if p.stem.startswith("Compare")]
-    assert starts == ["Compare with and without SageAttention (SDXL)"]
+    assert starts == [COMPARE]
 
 
 def test_the_compare_template_samples_one_model_twice_with_the_scope_off_and_on():
-    path = EXAMPLES / "Compare with and without SageAttention (SDXL).json"
-    workflow = _load(path)
+    """The headline template: FLUX.1, where the Scope was measured to pay (docs/measured.md)."""
+    workflow = _load(EXAMPLES / f"{COMPARE}.json")
     [compare] = _nodes(workflow, "SageAttentionCompare")
     assert compare["widgets_values"] == ["without SageAttention", "with SageAttention"]
     samplers = []
@@ -280,10 +291,18 @@ def test_the_compare_template_samples_one_model_twice_with_the_scope_off_and_on(
     assert off["widgets_values"][1] == "fixed", "a randomized seed would differ between the two runs"
     for name in ("positive", "negative", "latent_image"):  # the same prompt and size
         assert _source(workflow, off, name)["id"] == _source(workflow, on, name)["id"]
-    assert _source(workflow, _source(workflow, off, "model"), "model")["id"] == \
-        _source(workflow, _source(workflow, on, "model"), "model")["id"]  # one model
+    loader = _source(workflow, _source(workflow, off, "model"), "model")
+    assert loader["id"] == _source(workflow, _source(workflow, on, "model"), "model")["id"]  # one model
+    assert loader["type"] == "UNETLoader" and loader["widgets_values"][0] == "flux1-dev.safetensors"
     [status] = _nodes(workflow, "SageAttentionStatus")
     assert _source(workflow, status, "after")["id"] == compare["id"]
+
+
+def test_the_sdxl_template_says_what_was_measured_and_how_to_check():
+    """SDXL is where the Scope was measured slower (docs/measured.md): its template says so, and how to check
+    on one's own GPU."""
+    description = _meta(_load(EXAMPLES / "SDXL text to image.json"))["description"]
+    assert "slower" in description and "step_slower" in description and "enabled off" in description
 
 
 def test_the_sparse_compare_samples_both_wan22_experts_dense_then_sparse_with_one_seed():
