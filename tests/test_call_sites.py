@@ -74,7 +74,7 @@ def test_sdxl_calls_at_its_usual_token_counts_route_as_the_table_says(session):
 
 def test_the_table_reads_back_as_it_was_written():
     lines = _guide_lines()
-    assert lines, "docs/user-guide.md has no call table in its generated families block"
+    assert lines, "docs/models.md has no call table in its generated families block"
     block = MODELS_PAGE.read_text().split(call_sites.HEADER, 1)[1].split("<!-- /generated:families -->", 1)[0]
     assert call_sites.render(lines, release) == call_sites.HEADER + block.rstrip("\n")
 
