@@ -25,11 +25,8 @@ from sage_attention_scope.patches import Settings, families, router_of, scope_fo
 from sage_attention_scope.patches.families import recognise_classes
 from sas_harness import host
 from sas_harness.doubles import RecordingKernel, make_kernel, registered
-from sas_harness.families import oldest_comfyui
+from sas_harness.families import needs_class, release
 from sas_harness.models import TINY_FLUX, TINY_FLUX2, TINY_SD15, TINY_SDXL, build
-
-# The ComfyUI the families were last read against: there every class they name must exist.
-NEWEST_READ = (0, 33)
 
 
 def _qualname(cls: type) -> str:
@@ -73,13 +70,6 @@ def diffusion_models_built_by(config_cls: type) -> set[str]:
     return {_qualname(_unet_model(getattr(comfy.model_base, name))) for name in called}
 
 
-def _newest_read() -> bool:
-    try:
-        return tuple(int(part) for part in host.comfyui_version().split(".")[:2]) >= NEWEST_READ
-    except ValueError:  # "unknown": a layout without a version
-        return False
-
-
 @pytest.mark.parametrize("config_cls", comfy.supported_models.models, ids=lambda cls: cls.__name__)
 def test_every_model_class_is_served_or_declined_by_name(config_cls):
     built = diffusion_models_built_by(config_cls)
@@ -120,13 +110,18 @@ def _resolve(dotted: str):
 
 @pytest.mark.parametrize("family", sorted(families.REGISTRY.values(), key=lambda f: f.name), ids=lambda f: f.name)
 def test_every_class_a_family_names_exists_in_comfyui(family):
-    """No typo in a declaration: each config class and diffusion model a family names is ComfyUI's."""
+    """No typo in a declaration: each config class and diffusion model a family names is ComfyUI's, where this
+    ComfyUI is as new as the release the family declares for it (patches/families)."""
     missing = [c for c in family.config_classes if not hasattr(comfy.supported_models, c)]
     missing += [d for d in family.diffusion_models if not isinstance(_resolve(d), type)]
-    if missing and not _newest_read():
-        pytest.skip(f"ComfyUI {host.comfyui_version()} predates {', '.join(missing)} "
-                    f"({family.name}: ComfyUI {oldest_comfyui(family.name)} or newer)")
-    assert missing == []
+    newer = [name for name in missing if release(family.release_with(name)) > release(host.comfyui_version())]
+    assert [name for name in missing if name not in newer] == []
+    if newer:
+        by_release: dict[str, list[str]] = {}
+        for name in newer:
+            by_release.setdefault(family.release_with(name), []).append(name)
+        pytest.skip("; ".join(f"needs ComfyUI {added} or newer: {', '.join(names)} added there"
+                              for added, names in by_release.items()))
 
 
 # -- audio, 3D and vision models: a Scope passes them through unchanged ----------------------------
@@ -193,9 +188,7 @@ def _on_meta(supported_cls, unet_config: dict):
 @pytest.mark.parametrize("config_class", sorted(TINY), ids=str)
 def test_an_audio_3d_or_vision_model_passes_through_a_scope_and_status_says_why_in_one_line(session, config_class,
                                                                                              caplog_sas):
-    supported_cls = getattr(comfy.supported_models, config_class, None)
-    if supported_cls is None:
-        pytest.skip(f"this ComfyUI has no comfy.supported_models.{config_class}")
+    supported_cls = needs_class(config_class)
     model = TINY[config_class](supported_cls)
     found = families.recognise(model)
     assert found.family is not None and not found.opens, found.message  # declined by name

@@ -16,7 +16,7 @@ from sage_attention_scope.nodes.status import payload, render
 from sage_attention_scope.patches import Reason, Settings, families, scope_for_family
 from sage_attention_scope.patches.override_hooks import OVERRIDE_KEY
 # sas_harness.families first: it imports the case modules, which build on it
-from sas_harness.families import CASES, SAGE, TEXT, Case, model_of, routing_table, sample_case
+from sas_harness.families import CASES, SAGE, TEXT, Case, model_of, needs_class, routing_table, sample_case
 from sas_harness.cases_video_2026 import (COG_15_JOINT, COG_JOINT, COG_TEXT, K5_LATENT, K5_TOKENS,
                                           MINIMAX_H3_CASE, MINIMAX_JOINT, MINIMAX_LATENT, TINY_COGVIDEOX,
                                           TINY_COGVIDEOX_I2V, TINY_COGVIDEOX_INPAINT, TINY_KANDINSKY5,
@@ -31,11 +31,6 @@ TOLERANCE = dict(rtol=1e-3, atol=1e-3)
 
 def _case(config_class) -> Case:
     return next(c for c in CASES if c.config_class == config_class)
-
-
-def _needs(config_class):
-    if not hasattr(comfy.supported_models, config_class):
-        pytest.skip(f"this ComfyUI lacks comfy.supported_models.{config_class}")
 
 
 def _keys(kernel: RecordingKernel) -> list[int]:
@@ -140,7 +135,7 @@ def test_cogvideox_image_and_inpainting_latents_go_in_through_their_conditioning
 def test_cogvideox_15_i2v_with_its_ofs_embedding_routes_one_joint_call_a_block(session):
     """CogVideoX 1.5 I2V: 1.5's patch of 2 frames (two latent frames, one token row) and the OFS
     embedding (ofs 2.0 by default) beside the time embedding; the same single joint call a block."""
-    _needs("CogVideoX_I2V")
+    needs_class("CogVideoX_I2V")
     config = dict(TINY_COGVIDEOX, in_channels=32, patch_size_t=2, ofs_embed_dim=TINY_COGVIDEOX["time_embed_dim"])
     case = dataclasses.replace(_case("CogVideoX_I2V"), unet_config=config, min_seq_len=COG_15_JOINT)
     plain, routed, kernel, counts = _routed(session, model_of(case), case)
@@ -167,7 +162,7 @@ def _seedvr2_conditioning():
 
 
 def _seedvr2():
-    _needs("SeedVR2")
+    needs_class("SeedVR2")
     return build(comfy.supported_models.SeedVR2, TINY_SEEDVR2)
 
 
@@ -246,7 +241,7 @@ MODELS = [
 
 @pytest.mark.parametrize("config_class, config, family", MODELS, ids=[name for name, _, _ in MODELS])
 def test_status_names_the_family_of_each_config_class(session, config_class, config, family):
-    _needs(config_class)
+    needs_class(config_class)
     model = build(getattr(comfy.supported_models, config_class), config)
     with registered(session, make_kernel("double", RecordingKernel())):
         scoped, found = scope_for_family(model, Settings(kernel="double"), session)
@@ -256,7 +251,7 @@ def test_status_names_the_family_of_each_config_class(session, config_class, con
 
 def test_cogvideox_tokenizer_pads_every_prompt_to_the_cases_text_length():
     """CogVideoX's cases give the model 226 text tokens because ComfyUI's tokenizer makes every prompt 226."""
-    _needs("CogVideoX_T2V")
+    needs_class("CogVideoX_T2V")
     import comfy.text_encoders.cogvideo
     tokenizer = comfy.text_encoders.cogvideo.CogVideoXT5Tokenizer()
     for prompt in ("a cat", "a red fox running through deep snow at dawn, cinematic"):

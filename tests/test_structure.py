@@ -1,7 +1,7 @@
-"""The shape the engine keeps: a family module is a declaration (no classes or functions of its own), no
-import cycle among the pack's modules, and docs/design.md's picture drawn from the imports. Line lengths and
-the rest of ComfyUI's rule set are ruff's (pyproject.toml), which the test command runs
-(scripts/run-pytest.sh); sizes follow from reading, not caps."""
+"""The shape the engine keeps: a family module is a declaration (no classes or functions of its own, its
+docstring no longer than what it declares), no import cycle among the pack's modules, and docs/design.md's
+picture drawn from the imports. Line lengths and the rest of ComfyUI's rule set are ruff's (pyproject.toml),
+which the test command runs (scripts/run-pytest.sh); sizes follow from reading, not caps."""
 import ast
 import re
 
@@ -18,6 +18,16 @@ def test_a_family_module_is_a_declaration(path):
     tree = ast.parse(path.read_text())
     classes = [n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.AsyncFunctionDef))]
     assert not classes, f"{path.name} defines {classes}: a family module declares (patches/families/__init__.py)"
+
+
+@pytest.mark.parametrize("path", FAMILIES, ids=lambda p: p.name)
+def test_a_family_modules_docstring_is_no_longer_than_its_declarations(path):
+    """What the family declares and why, short: the facts are the declaration's, the history git's."""
+    tree = ast.parse(path.read_text())
+    docstring = ast.get_docstring(tree) or ""
+    code = [line for line in path.read_text().splitlines()[tree.body[0].end_lineno:]
+            if line.strip() and not line.lstrip().startswith("#")]
+    assert len(docstring.splitlines()) <= len(code), f"{path.name}: a docstring of {len(docstring.splitlines())} lines"
 
 
 def _imports(path, modules=()) -> set[str]:

@@ -3,20 +3,21 @@
 Each module in this package declares its ``Family`` and registers it; the engine never names a
 family. A model is recognised by ComfyUI's own classes: the ``comfy.supported_models`` class of
 its config (its class first, then its bases: ``FluxSchnell`` is FLUX.1 through ``Flux``, while
-``Flux2``, also a ``Flux`` subclass, is claimed by FLUX.2 before) and the class
-of its diffusion model. Names, not imports, so a family whose classes a ComfyUI lacks (LTX-2 on
-ComfyUI 0.3.75) still loads. A module's docstring says what its models' attention calls are; the
-user guide's table of them comes from running each family's tiny model through the Scope
-(scripts/write_docs.py), not from here.
+``Flux2``, also a ``Flux`` subclass, is claimed by FLUX.2 before) and the class of its diffusion
+model. Names, not imports, so a family whose classes the ComfyUI running lacks still loads. Each
+family also says which ComfyUI release added its classes (``comfyui``, ``added_in``): the docs'
+supported-model table and the tests read it here.
 """
 from __future__ import annotations
 
 import dataclasses
 import importlib
 import pkgutil
-from typing import Callable, NamedTuple, Optional, Union
+import types
+from typing import Callable, Mapping, NamedTuple, Optional, Union
 
 SUPPORTED_MODELS_MODULE = "comfy.supported_models"
+OLDEST_COMFYUI = "0.3.75"  # the oldest ComfyUI the pack runs on (pyproject.toml's requires-comfyui)
 # Where a family's self-attention calls hold the text tokens (sparse attention keeps them exact):
 TEXT_FIRST, TEXT_LAST, TEXT_NONE = "first", "last", "none"  # before the latent's, after them, no text there
 
@@ -24,7 +25,8 @@ TEXT_FIRST, TEXT_LAST, TEXT_NONE = "first", "last", "none"  # before the latent'
 @dataclasses.dataclass(frozen=True)
 class Family:
     """What the engine reads of a family: how to recognise its models, whether the Scope opens for them
-    (and why not), and whether its ControlNets' calls run in the Scope."""
+    (and why not), and whether its ControlNets' calls run in the Scope; and, for the docs and the tests,
+    the ComfyUI release that added its classes."""
     name: str
     config_classes: tuple[str, ...]        # comfy.supported_models class names
     diffusion_models: tuple[str, ...]      # "module.Class" of the diffusion model
@@ -34,12 +36,24 @@ class Family:
     # Where its self-attention calls hold the text tokens (TEXT_*), or a function of the ComfyUI running
     # that says it; "" (not declared): sparse attention stays off for the family.
     joint_text: Union[str, Callable[[], str]] = ""
+    comfyui: str = OLDEST_COMFYUI          # the oldest ComfyUI release with its config and diffusion model classes
+    # The release that added each class of the family that ``comfyui`` does not date, release -> names: a config
+    # class's subclass it serves that is newer than OLDEST_COMFYUI, or a diffusion model a later release added.
+    added_in: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "added_in", types.MappingProxyType(dict(self.added_in)))
 
     def text_position(self) -> str:
         """Where this family's self-attention calls hold the text tokens (TEXT_*), "" where it does not say."""
         if callable(self.joint_text):
             return self.joint_text()
         return self.joint_text
+
+    def release_with(self, name: str) -> str:
+        """The ComfyUI release that added ``name``, a class of this family (a comfy.supported_models class
+        name or a diffusion model's "module.Class")."""
+        return next((release for release, names in self.added_in.items() if name in names), self.comfyui)
 
 
 class Recognition(NamedTuple):

@@ -1,6 +1,5 @@
-"""HiDream-I1 / E1: 16 double-stream and 32 single-stream blocks, one joint attention call each
-over the image tokens, the T5 text (128 tokens) and two Llama layers' text (about 128 each), head
-size 128 (20 heads); (B, N, H*D) tensors, no mask, no block position."""
+"""HiDream-I1 / E1: one joint call per double- and single-stream block over the image tokens and the T5
+and Llama text, head size 128, no mask, no block position."""
 from . import Family, register
 
 HIDREAM = register(Family(name="HiDream", config_classes=("HiDream",),

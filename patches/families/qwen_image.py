@@ -1,8 +1,6 @@
-"""Qwen-Image: 60 dual-stream blocks, one joint text+image attention call each through
-``optimized_attention_masked`` (head size 128). ComfyUI 0.3.75 passes it no text mask; 0.12 on do: an
-all-true one masks nothing (dropped), one with zeros masks text keys that come before the image's, the
-same for every query (the others are gathered, a copy); any other mask stays on SDPA. Its ControlNet
-(comfy/ldm/qwen_image/controlnet.py) runs in the sampling loop and is handed the Scope's override."""
+"""Qwen-Image: one joint text + image call per dual-stream block, text first, head size 128. A text mask
+with zeros masks keys the same for every query (the kept keys gathered). Its ControlNet runs in the
+sampling loop and is handed the Scope's override."""
 from . import TEXT_FIRST, Family, register
 
 QWEN_IMAGE = register(Family(name="Qwen-Image", config_classes=("QwenImage",),

@@ -1,7 +1,5 @@
-"""SD3 and SD3.5 (MMDiT): one joint text + image attention call per joint block (head size 64;
-SD3.5 Large has 38 blocks), and in SD3.5 Medium's first 13 blocks a second, image-only call
-(x_block_self_attn_layers). ComfyUI hands v as (B, N, H, D) beside (B, N, H*D) q and k (mmdit.py's
-split_qkv): the call's facts take it flattened, a view."""
+"""SD3 and SD3.5: one joint text + image call per joint block (head size 64), and in SD3.5 Medium's first
+blocks a second, image-only call. v comes as (B, N, H, D) beside flattened q and k: read as a view."""
 from . import Family, register
 
 SD3 = register(Family(

@@ -1,7 +1,5 @@
-"""SDXL (base, refiner, inpaint and the distilled SSD-1B/Vega/KOALA): a UNet whose transformer
-blocks have head size 64 at every level; each makes one self-attention call over the level's image
-tokens (4096 at the 64² level of a 1024² image, 1024 at the 32² level; tiled multi-diffusion makes
-them per tile) and one cross-attention call to the 77-token text."""
+"""SDXL (base, refiner, inpaint, distilled variants): a UNet whose transformer blocks have head size 64;
+each makes one self-attention over its level's image tokens and one cross-attention to the text."""
 from . import Family, register
 
 SDXL = register(Family(

@@ -1,19 +1,6 @@
-"""Older image models, declined by name (unmeasured): a Scope on one passes it through unchanged and
-Status says why. Token counts at 1024² unless said.
-
-AuraFlow: joint layers over 8 register + text + 4,096 image tokens (aura/mmdit.py), then single layers
-over that sequence, with transformer_options; head size 256 (3,072 wide, 12 heads: model_detection
-sets neither, MMDiT's defaults), which no SageAttention kernel takes. PixArt-α/Σ (PixArtSigma through
-PixArtAlpha): self-attention over 4,096 image tokens (pixart/blocks.py) and cross-attention to the T5
-text (120 / 300 tokens, :74), head size 72 (1,152 wide, 16 heads), without transformer_options. Hunyuan-DiT
-1.0-1.2 (HunyuanDiT1 through HunyuanDiT): self- and cross-attention (hydit/attn_layers.py; CLIP +
-mT5 text keys) and the text pooler (poolers.py), head size 88 (1,408 wide, 16 heads), without
-transformer_options. Stable Cascade (Stage B through Stage C): self-attention with the CLIP tokens appended
-to the keys (cascade/common.py), with transformer_options, head size 64; Stage C sees 24x24 = 576 image
-tokens, Stage B attends only at its two coarsest levels (32x32, 16x16). Stable Zero123: SD1.5's UNet at
-256² (1,024 tokens at most) with one CLIP-image key, head sizes 40, 80, 160. SD x4 Upscaler (an SD20
-subclass, named first): a UNet 256 wide with 8 heads (head sizes 64 and 128 where it has transformer blocks)
-whose finer levels' blocks do not self-attend (disable_self_attentions: both calls attend to the text)."""
+"""Older image models, declined by name: a Scope on one passes it through unchanged and Status says why
+(not measured; some make no call with transformer_options, AuraFlow's head size no SageAttention kernel
+takes)."""
 from . import Family, register
 
 _UNET = ("comfy.ldm.modules.diffusionmodules.openaimodel.UNetModel",)

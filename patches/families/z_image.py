@@ -1,7 +1,5 @@
-"""Z-Image (ZImage, a NextDiT): main layers over text + image tokens, noise-refiner layers over
-image tokens, context-refiner layers over the text alone (head size 128). The Z-Image Control
-layers (the ZImageFunControlnet model patch, ComfyUI >= 0.8) run without transformer_options (and
-without a mask): they never reach the Scope."""
+"""Z-Image (a NextDiT): main layers over text + image tokens, refiner layers over each alone, head size
+128. The Z-Image Control layers run without transformer_options and never reach the Scope."""
 from . import Family, register
 
 Z_IMAGE = register(Family(name="Z-Image", config_classes=("ZImage",),

@@ -16,6 +16,7 @@ import torch
 import comfy.supported_models
 
 from sage_attention_scope.patches import Reason
+from sage_attention_scope.patches.families import REGISTRY
 from .models import (FLUX2_MIN_TEXT_TOKENS, TINY_FLUX, TINY_FLUX2, TINY_LTXAV, TINY_LTXV, TINY_QWEN_IMAGE, TINY_SDXL,
                         TINY_Z_IMAGE, LTXAV_23, LTXAV_AUDIO_BINS, LTXAV_AUDIO_CHANNELS, build,
                         flat_latent, flux_conditioning, sample, text_conditioning)
@@ -227,24 +228,6 @@ for _group in (cases_image_2026, cases_pixel_and_omni, cases_video_2026):  # fam
 
 # The ComfyUI releases the suite runs on (scripts/test.sh, scripts/test-comfyui-0.33.sh; .ci/run runs both).
 TEST_HOSTS = ("0.3.75", "0.33.0")
-# The oldest ComfyUI release known to have each family the oldest test host lacks: where the first release to
-# have it is not known here, the one read. The docs' supported-model table prints it; tests/test_family_hosts.py
-# holds it against the ComfyUI the suite runs on. Every other family is in 0.3.75.
-NEWER_FAMILIES = {
-    "0.8.0": ("LTX-2",),
-    "0.33.0": ("ACE-Step 1.5", "Anima", "Boogu", "CogVideoX", "Depth Anything 3", "ERNIE-Image", "HiDream-O1",
-               "Ideogram 4", "JoyImage", "Kandinsky 5", "Kandinsky 5 Image", "Krea 2", "Lens", "LongCat-Image",
-               "Mage-Flow", "MiniMax H3", "MiniMax Music 3", "PiD", "PixelDiT", "RT-DETR v4", "SAM 3", "SeedVR2",
-               "Stable Audio 3", "Trellis 2", "TripoSplat", "Z-Image pixel space"),
-}
-
-
-def oldest_comfyui(family: str) -> str:
-    """The oldest ComfyUI release known to have ``family`` (a family name)."""
-    for release, names in NEWER_FAMILIES.items():
-        if family in names:
-            return release
-    return TEST_HOSTS[0]
 
 
 def release(text: str) -> tuple[int, ...]:
@@ -252,12 +235,44 @@ def release(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split(".")[:3])
 
 
-def lacking(case: Case) -> str | None:
-    """Why this ComfyUI cannot build ``case`` (a class it lacks), or None."""
-    if hasattr(comfy.supported_models, case.config_class):
+def release_adding(name: str) -> str | None:
+    """The ComfyUI release that added ``name`` (a comfy.supported_models class, or a diffusion model's
+    "module.Class"), as the families that serve it declare it (patches/families); None where none names it."""
+    serving = [family for family in REGISTRY.values()
+               if name in family.config_classes or name in family.diffusion_models
+               or any(name in names for names in family.added_in.values())]
+    return min((family.release_with(name) for family in serving), key=release, default=None)
+
+
+def oldest_comfyui(family: str) -> str:
+    """The ComfyUI release that added ``family`` (a family name): its declaration's ``comfyui``."""
+    return REGISTRY[family].comfyui
+
+
+def lacking_class(config_class: str) -> str | None:
+    """Why this ComfyUI cannot build a comfy.supported_models.``config_class`` model: the release that added
+    the class; None where this ComfyUI has it."""
+    if hasattr(comfy.supported_models, config_class):
         return None
-    return (f"this ComfyUI lacks comfy.supported_models.{case.config_class} "
-            f"({case.family} needs ComfyUI {oldest_comfyui(case.family)} or newer)")
+    added = release_adding(config_class)
+    if added is None:
+        return (f"this ComfyUI lacks comfy.supported_models.{config_class}, and no family declares the release "
+                f"that added it")
+    return f"needs ComfyUI {added} or newer: comfy.supported_models.{config_class} was added there"
+
+
+def lacking(case: Case) -> str | None:
+    """Why this ComfyUI cannot build ``case`` (the class it lacks and the release that added it), or None."""
+    return lacking_class(case.config_class)
+
+
+def needs_class(config_class: str):
+    """comfy.supported_models.``config_class``; where this ComfyUI lacks it, the test skips naming the release
+    that added it."""
+    why = lacking_class(config_class)
+    if why:
+        pytest.skip(why)
+    return getattr(comfy.supported_models, config_class)
 
 
 def widths(case: Case, small: bool) -> RealWidths:
@@ -268,10 +283,7 @@ def widths(case: Case, small: bool) -> RealWidths:
 
 
 def model_of(case: Case):
-    why = lacking(case)
-    if why:
-        pytest.skip(why)
-    model = build(getattr(comfy.supported_models, case.config_class), case.unet_config)
+    model = build(needs_class(case.config_class), case.unet_config)
     if case.prepare is not None:
         case.prepare(model)
     return model
