@@ -26,7 +26,7 @@ import comfy.model_management  # noqa: E402
 
 from sage_attention_scope.nodes.status import payload
 from sage_attention_scope.patches import Session, Settings, checks, families, scope_for_family  # noqa: E402
-from sas_harness.doubles import add_kernel, make_kernel, reference_attention  # noqa: E402
+from sas_harness.doubles import add_kernel, kernel_double, make_kernel, reference_attention  # noqa: E402
 from sas_harness.families import CASES, Case, bench_model, lacking  # noqa: E402
 from sas_harness.host import comfyui_version  # noqa: E402
 from sas_harness.models import sample  # noqa: E402
@@ -52,23 +52,24 @@ class Probe:
         return out
 
 
-def probe_backend(session, device, kernel: str):
-    """The backend ``kernel`` binds on ``device`` (the reference double on a CPU), its adapter probed."""
+def probe_kernel(session, device, kernel: str):
+    """The kernel ``kernel`` binds on ``device`` (the reference double on a CPU), its adapter probed, as a double
+    of its own name (bound afresh from its library, as the session binds it)."""
     if device.type == "cuda":
         bound = session.knowledge.kernel(kernel, device).bound
         if bound is None:
             raise SystemExit(f"no kernel {kernel} on {device}: {session.knowledge.kernel(kernel, device).why}")
-        backend, fn = bound.backend, bound.fn
+        double = kernel_double(bound.backend, devices={"cuda"})
     else:
-        backend, fn = make_kernel("reference", reference_attention), reference_attention
-    probe = Probe(backend.run)
-    return dataclasses.replace(backend, name=PROBE, fn=fn, run=probe), probe
+        double = make_kernel(PROBE, reference_attention)
+    probe = Probe(double.backend.run)
+    return dataclasses.replace(double, backend=dataclasses.replace(double.backend, name=PROBE, run=probe)), probe
 
 
 def run_family(case: Case, small: bool, device, dtype, kernel: str) -> dict:
     session = Session(store=None)
-    backend, probe = probe_backend(session, device, kernel)
-    add_kernel(session.knowledge, backend)
+    double, probe = probe_kernel(session, device, kernel)
+    add_kernel(session.knowledge, double)
     model, conditioning, latent_hw, channels, latent = bench_model(case.family, None, "reduced", small, dtype, device)
     try:
         settings = Settings(kernel=PROBE, min_seq_len=case.min_seq_len if small else 1024, routing="always")

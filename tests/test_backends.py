@@ -1,7 +1,6 @@
 """Kernel backends as the pack declares them, bound to named doubles of their libraries (the real
 functions' signatures, real attention): what each accepts, how it is called, how it is found and
 named; and sessions that never share what they learn."""
-import dataclasses
 import types
 
 import pytest
@@ -18,19 +17,10 @@ from sas_harness.run import attention, hnd, in_scope, last_generation, plain_att
 CUDA = torch.device("cuda", 0)  # resolved with a faked capability only: nothing runs there
 
 
-def on_cpu(name: str) -> backends.Backend:
-    """The pack's own declaration of ``name``, allowed on the CPU, where the tests' tensors are."""
-    return dataclasses.replace(backends.REGISTRY[name], devices=frozenset({"cpu"}))
-
-
 def session_with(modules: dict, capability=(9, 0), versions=backends.distribution_version) -> Session:
-    """A session whose libraries are ``modules`` (others not installed) on a GPU of ``capability``."""
-    def module(name):
-        if name not in modules:
-            raise ImportError(f"No module named {name!r}")
-        return modules[name]
-    return Session(store=None, clock=doubles.FakeClock(),
-                   finder=backends.Finder(module, versions, capability=lambda device: capability))
+    """A session whose libraries are ``modules`` (others not installed) on a GPU of ``capability``: every
+    device is one, the CPU where the tests' tensors are too, so the pack's own declarations bind there."""
+    return Session(store=None, clock=doubles.FakeClock(), finder=doubles.machine_finder(modules, capability, versions))
 
 
 def routed(session, settings, calls):
@@ -51,7 +41,6 @@ def sage3():
         calls.append(k)
         return doubles.sageattn3_blackwell(q, k, v, attn_mask, is_causal, per_block_mean, **kwargs)
     session = session_with({"sageattn3": types.SimpleNamespace(sageattn3_blackwell=sageattn3_blackwell)}, (12, 0))
-    doubles.add_kernel(session.knowledge, on_cpu("sage3_fp4"))
     return session, calls
 
 
@@ -109,7 +98,6 @@ def kitchen():
         return doubles.int8_attention(q, k, v, scale=scale, attn_mask=attn_mask)
     module = types.SimpleNamespace(int8_attention=int8_attention, int8_attention_is_available=lambda device: True)
     session = session_with({"comfy_kitchen": module})
-    doubles.add_kernel(session.knowledge, on_cpu("kitchen_int8"))
     return session, seen
 
 
@@ -172,7 +160,6 @@ def test_a_sageattention_2_whose_metadata_says_1_0_6_is_driven_as_2(session):
     assert resolution.bound.name == "sage2_fp8_sm90"
     assert resolution.bound.version == "SageAttention 2 (its distribution metadata says sageattention 1.0.6)"
     assert sa2.knowledge.kernel("sage1_triton", CUDA).bound is None  # its sageattn does not take smooth_k
-    doubles.add_kernel(sa2.knowledge, on_cpu("sage2_fp8_sm90"))
     routed(sa2, Settings(kernel="sage2_fp8_sm90", min_seq_len=1), [(*hnd(n=64, dtype=torch.float16), {})])
     assert fake.calls == ["sageattn_qk_int8_pv_fp8_cuda_sm90"]
     assert "cpu: sage2_fp8_sm90, SageAttention 2 (its distribution metadata says sageattention 1.0.6)" in render(

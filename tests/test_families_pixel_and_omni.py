@@ -16,7 +16,7 @@ from sage_attention_scope.nodes.status import payload, render
 from sage_attention_scope.patches import Reason, Settings, backends, families, scope_for_family
 from sas_harness import doubles
 from sas_harness.doubles import RecordingKernel, make_kernel, registered
-from sas_harness.families import (CASES, SAGE, TEXT, model_of, routed_step,  # before the cases below
+from sas_harness.families import (CASES, SAGE, TEXT, model_of, needs_class, routed_step,  # before the cases below
                                   routing_table, sample_case)
 from sas_harness.cases_dit import TINY_OMNIGEN2
 from sas_harness.cases_pixel_and_omni import (ANIMA_IMAGE, ANIMA_TEXT_KEYS, BOOGU_IMAGE, HIDREAM_O1_KEYS,
@@ -41,12 +41,6 @@ def _lengths(kernel: RecordingKernel) -> list[tuple[int, int]]:
             for c in kernel.calls]
 
 
-def _needs(config_class):
-    if not hasattr(comfy.supported_models, config_class):
-        pytest.skip(f"this ComfyUI lacks comfy.supported_models.{config_class}")
-    return getattr(comfy.supported_models, config_class)
-
-
 # -- which family a subclass's config is named as -------------------------------------------------
 
 @pytest.mark.parametrize("config_class, config, parent, message", [
@@ -59,7 +53,7 @@ def _needs(config_class):
     ("PixelDiTT2I", TINY_PIXELDIT, None, "PixelDiT (PixelDiTT2I)"),
 ])
 def test_a_subclass_config_is_named_as_its_own_family_not_its_parents(session, config_class, config, parent, message):
-    supported = _needs(config_class)
+    supported = needs_class(config_class)
     if parent:  # the parent's class, which another family claims, is on the config's MRO: the subclass comes first
         assert issubclass(supported, getattr(comfy.supported_models, parent))
         claimed = {cls for family in families.REGISTRY.values() for cls in family.config_classes}
@@ -228,8 +222,9 @@ def test_ideogram4_block_diagonal_mask_goes_to_a_kernel_that_takes_masks(session
     def int8_attention(q, k, v, *, scale=None, attn_mask=None):
         seen.append(attn_mask)
         return doubles.int8_attention(q, k, v, scale=scale, attn_mask=attn_mask)
-    kitchen = dataclasses.replace(backends.REGISTRY["kitchen_int8"], name="double", fn=int8_attention,
-                                  devices=frozenset({"cpu", "cuda"}))
+    kitchen = doubles.kernel_double(dataclasses.replace(backends.REGISTRY["kitchen_int8"], name="double"),
+                                    doubles.library(int8_attention=int8_attention,
+                                                    int8_attention_is_available=doubles.int8_attention_is_available))
     mask = torch.tensor(PADDED)
     case = dataclasses.replace(CASE["Ideogram 4"], conditioning=lambda: text_conditioning(
         dim=TINY_IDEOGRAM4["llm_features_dim"], attention_mask=mask))
@@ -262,7 +257,7 @@ def test_boogu_cannot_take_a_text_mask_that_masks_with_or_without_the_node(sessi
 # -- Z-Image pixel space: control blocks ---------------------------------------------------------
 
 def test_z_image_pixel_space_control_blocks_never_reach_the_scope(session):
-    _needs("ZImagePixelSpace")
+    needs_class("ZImagePixelSpace")
     controlnet = pytest.importorskip("comfy.ldm.lumina.controlnet")
     import comfy.ops
     case = CASE["Z-Image pixel space"]

@@ -22,7 +22,7 @@ from sage_attention_scope.patches.generation import Generation
 from sage_attention_scope.patches.knowledge import Knowledge
 from sage_attention_scope.patches.timing import Decision
 from sas_harness.doubles import CrossoverClock, RecordingKernel, make_kernel, registered
-from sas_harness.families import CASES, SAGE, model_of, routed_step, routing_table, sample_case
+from sas_harness.families import CASES, SAGE, model_of, needs_class, routed_step, routing_table, sample_case
 from sas_harness.cases_video import (ANIMATE2_FRAME, ANIMATE2_LATENT, CLIP_PAST_THRESHOLD, HV_JOINT, HV_PADDING,
                                      REFINER_CALLS, SCAIL_TOKENS, TINY_HUNYUAN_IMAGE_21,
                                      TINY_HUNYUAN_VIDEO, TINY_HUNYUAN_VIDEO_15, TINY_WAN, TINY_WAN_ANIMATE2,
@@ -155,19 +155,20 @@ def _wan_14b_call(keys: int) -> Call:
     return call_of((tokens(WAN_14B_TOKENS), tokens(keys), tokens(keys), WAN_14B_HEADS), {})
 
 
-def _measured(calls, backend, clock) -> Knowledge:
+def _measured(calls, double, clock) -> Knowledge:
     """What the pack knows once measured routing has timed these calls' shape buckets on ``clock``."""
     knowledge = Knowledge()
     for call in calls:
-        key = bucket_key(call, backend)
+        key = bucket_key(call, double.backend)
         knowledge.record_decision(Decision(key, clock("kernel", None, call.device, key),
                                            clock("comfy", None, call.device, key)))
     return knowledge
 
 
-def _rule(call, backend, settings, knowledge):
-    """What ``decide`` rules for ``call`` with ``backend`` the one candidate: a Reason, or None (the kernel)."""
-    return decide(call, (Bound(backend, backend.fn, "test double"),), settings, knowledge, Generation()).reason
+def _rule(call, double, settings, knowledge):
+    """What ``decide`` rules for ``call`` with ``double`` the one candidate: a Reason, or None (the kernel)."""
+    return decide(call, (Bound(double.backend, double.function, "test double"),), settings, knowledge,
+                  Generation()).reason
 
 
 @pytest.mark.parametrize("keys, route", [
@@ -177,24 +178,24 @@ def _rule(call, backend, settings, knowledge):
     (WAN_CLIP, Reason.TOO_SHORT),    # the CLIP image: 257 keys are -> SDPA, never timed
 ], ids=["self-attention", "text cross-attention", "CLIP cross-attention"])
 def test_wan_14b_calls_route_as_measured_above_the_floor(keys, route):
-    backend = make_kernel("double", RecordingKernel())
+    double = make_kernel("double", RecordingKernel())
     call = _wan_14b_call(keys)
     assert call.head_dim == 128 and call.q_len == 32760 and call.kv_len == keys
-    known = _measured([call], backend, CrossoverClock(12288))  # the H200: the kernel pays from 12k-token self-attention
-    assert _rule(call, backend, Settings(), known) == route
+    known = _measured([call], double, CrossoverClock(12288))  # the H200: the kernel pays from 12k-token self-attention
+    assert _rule(call, double, Settings(), known) == route
 
 
 def test_wan_14b_text_cross_attention_goes_where_its_bucket_was_measured():
     """The 512-key call has no rule of its own: SDPA where its bucket measured SDPA faster, and
     TOO_SHORT only under a min_seq_len above 512. The 257-key call stays short whatever was measured."""
-    backend = make_kernel("double", RecordingKernel())
+    double = make_kernel("double", RecordingKernel())
     text, clip = _wan_14b_call(WAN_TEXT), _wan_14b_call(WAN_CLIP)
-    sdpa_faster = _measured([text, clip], backend, CrossoverClock(12288))
-    assert _rule(text, backend, Settings(), sdpa_faster) is Reason.MEASURED_SLOWER
-    assert _rule(text, backend, Settings(min_seq_len=1024), sdpa_faster) is Reason.TOO_SHORT
-    kernel_faster = _measured([clip], backend, CrossoverClock(1))
-    assert _rule(clip, backend, Settings(), kernel_faster) is Reason.TOO_SHORT
-    assert _rule(text, backend, Settings(), Knowledge()) is None  # not measured yet: the router times it
+    sdpa_faster = _measured([text, clip], double, CrossoverClock(12288))
+    assert _rule(text, double, Settings(), sdpa_faster) is Reason.MEASURED_SLOWER
+    assert _rule(text, double, Settings(min_seq_len=1024), sdpa_faster) is Reason.TOO_SHORT
+    kernel_faster = _measured([clip], double, CrossoverClock(1))
+    assert _rule(clip, double, Settings(), kernel_faster) is Reason.TOO_SHORT
+    assert _rule(text, double, Settings(), Knowledge()) is None  # not measured yet: the router times it
 
 
 # -- Wan calls made without transformer_options ---------------------------------------------------
@@ -427,9 +428,7 @@ WAN_MODELS = [(name, config, "Wan") for name, config in [
 @pytest.mark.parametrize("config_class, config, family", HUNYUAN_MODELS + WAN_MODELS,
                          ids=[name for name, _, _ in HUNYUAN_MODELS + WAN_MODELS])
 def test_status_names_the_family_of_each_config_class(session, config_class, config, family):
-    if not hasattr(comfy.supported_models, config_class):
-        pytest.skip(f"this ComfyUI lacks comfy.supported_models.{config_class}")
-    model = build(getattr(comfy.supported_models, config_class), config)
+    model = build(needs_class(config_class), config)
     with registered(session, make_kernel("double", RecordingKernel())):
         scoped, found = scope_for_family(model, Settings(kernel="double"), session)
     assert scoped is not model and found.family is families.REGISTRY[family]

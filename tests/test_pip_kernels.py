@@ -5,7 +5,6 @@ through ComfyUI's own attention of a tiny FLUX with the Scope: binding, layouts,
 with its reason counted, the first-call check, where FP8 is offered, and where the compile is paid."""
 from __future__ import annotations
 
-import dataclasses
 import types
 
 import pytest
@@ -23,26 +22,11 @@ BF16 = torch.bfloat16
 PIP_KERNELS = ("fa4", "cudnn_fe_bf16", "cudnn_fe_fp8")
 
 
-def on_cpu(name: str) -> backends.Backend:
-    """The pack's declaration of ``name``, allowed on the CPU, where the tests' tensors are."""
-    return dataclasses.replace(backends.REGISTRY[name], devices=frozenset({"cpu"}))
-
-
-def machine(modules: dict, capability=(9, 0), kernels=PIP_KERNELS, clock=None) -> Session:
-    """A session on a GPU of ``capability`` whose libraries are ``modules`` (others not installed); an
-    import that is a raised exception fails as that import would."""
-    def module(name):
-        found = modules.get(name)
-        if found is None:
-            raise ImportError(f"No module named {name!r}")
-        if isinstance(found, Exception):
-            raise found
-        return found
-    session = Session(store=None, clock=clock or doubles.FakeClock(),
-                      finder=backends.Finder(module, lambda name: None, lambda device: capability))
-    for name in kernels:
-        doubles.add_kernel(session.knowledge, on_cpu(name))
-    return session
+def machine(modules: dict, capability=(9, 0), clock=None) -> Session:
+    """A session on a GPU of ``capability`` (every device is one, the CPU where the tensors are too) whose
+    libraries are ``modules`` (others not installed); an import that is a raised exception fails as that
+    import would."""
+    return Session(store=None, clock=clock or doubles.FakeClock(), finder=doubles.machine_finder(modules, capability))
 
 
 def routed(session, settings, calls):
@@ -146,7 +130,7 @@ def test_each_kernel_binds_on_the_gpus_its_library_runs_on(flash, cudnn, capabil
 def test_exact_offers_the_exact_ones_after_torchs_and_never_fp8(flash, cudnn):
     modules = {"flash_attn.cute": flash.module(), "cudnn": cudnn.module(),
                backends.torch_sdpa.__name__: doubles.torch_sdpa_module()}
-    session = machine(modules, kernels=(*PIP_KERNELS, *backends.EXACT[:3]))
+    session = machine(modules)
     exact = [b.name for b in session.knowledge.kernel("exact", CPU).candidates]
     assert exact == ["sdpa_cudnn", "sdpa_flash", "sdpa_efficient", "fa4", "cudnn_fe_bf16"]
     assert all(b.backend.exact for b in session.knowledge.kernel("exact", CPU).candidates)

@@ -35,10 +35,12 @@ TOKENS = 512  # 8 of sol_attn's 64-token blocks; the tests set sparse_min_tokens
 SPARSE = dict(kernel="double", routing="always", min_seq_len=64, sparse="sol-attn", sparse_min_tokens=256)
 
 
-def sol_attn_on_cpu() -> backends.Backend:
-    """The pack's Sol-Attn declaration allowed on the CPU, where comfy-kitchen runs its eager reference
-    (its availability function says False there: it speaks of the fused kernels)."""
-    return dataclasses.replace(backends.REGISTRY[SOL_ATTN], devices=frozenset({"cpu"}), available=None)
+def sol_attn_on_cpu(module=None) -> doubles.KernelDouble:
+    """The pack's Sol-Attn declaration bound on the CPU, where comfy-kitchen runs its eager reference (its
+    availability function says False there: it speaks of the fused kernels); ``module``: a double of its
+    library in place of the session's comfy-kitchen."""
+    return doubles.kernel_double(dataclasses.replace(backends.REGISTRY[SOL_ATTN], available=None), module,
+                                 devices={"cpu"})
 
 
 @pytest.fixture
@@ -236,7 +238,7 @@ def test_a_sparse_kernel_that_returns_nan_fails_its_gate(machine):
     def sol_attn_nan(q, k, v, tau=1.0, scale=None, sink_blocks=None, sink_q=None, key_bias=None, topk_ratio=0.0,
                      tail=True, block_len=None, coarse_gate=None, token_aug=0):
         return torch.full_like(q, float("nan"))
-    doubles.add_kernel(session.knowledge, dataclasses.replace(sol_attn_on_cpu(), fn=sol_attn_nan))
+    doubles.add_kernel(session.knowledge, sol_attn_on_cpu(doubles.library(sol_attn=sol_attn_nan)))
     q, k, v = structured()
     outs = in_sparse_window(scoped_flux(session, sparse_gate=1.0), [(q, k, v, {})] * 2)
     assert all(bool(torch.isfinite(out).all()) for out in outs)

@@ -1,13 +1,15 @@
 """Attention kernels: the candidates a call can run on besides ComfyUI's own attention. Each module here
 declares one library's kernels (``Backend``: what each takes, how it is called) and registers them at
-import: torch's exact SDPA backends pinned one at a time (torch_sdpa), SageAttention 1, 2 and 3,
-comfy-kitchen's INT8, FlashAttention 4 (flash4) and cuDNN's SDPA through its frontend (cudnn_frontend). A
-kernel is bound to its library's function only where that function declares every argument its adapter
-passes (``**kwargs`` does not count): what is installed is read from the module itself; its distribution
-metadata only labels it. A kernel that builds per configuration (a cuDNN graph) keeps what it built in what
-its ``per_binding`` makes once per binding, which lives as long as the session that bound it. A kernel
-choice binds a tuple of candidates on a device (``Finder.find``): ``auto`` every candidate the GPU runs,
-``exact`` the exact ones, a name that one kernel."""
+import; every module of this package is imported, so a kernel is added by adding its module: torch's exact
+SDPA backends pinned one at a time (torch_sdpa), SageAttention 1, 2 and 3, comfy-kitchen's INT8,
+FlashAttention 4 (flash4) and cuDNN's SDPA through its frontend (cudnn_frontend). Where ``auto`` and
+``exact`` offer a kernel is the AUTO and EXACT tables below, one order of preference across libraries.
+A kernel is bound to its library's function only where that function declares every argument its adapter
+passes (``**kwargs`` does not count), and only on a device the Finder gives a GPU capability: what is
+installed is read from the module itself; its distribution metadata only labels it. A kernel that builds
+per configuration (a cuDNN graph) keeps what it built in what its ``per_binding`` makes once per binding,
+which lives as long as the session that bound it. A kernel choice binds a tuple of candidates on a device
+(``Finder.find``): ``auto`` every candidate the GPU runs, ``exact`` the exact ones, a name that one kernel."""
 from __future__ import annotations
 
 import contextlib
@@ -15,8 +17,10 @@ import dataclasses
 import importlib
 import importlib.metadata
 import inspect
+import pkgutil
 import re
-from typing import Callable, NamedTuple, Optional
+import types
+from typing import Callable, Mapping, NamedTuple, Optional
 
 import torch
 
@@ -30,7 +34,7 @@ class Backend:
     name: str                        # the node's kernel choice
     label: str                       # in words: tooltip and status
     library: str                     # what it belongs to, e.g. "SageAttention 2"
-    module: str                      # where its function lives ("" for a function handed over: ``fn``)
+    module: str                      # where its function lives
     function: str
     params: tuple[str, ...]          # the arguments ``run`` passes by name
     run: Callable                    # run(fn, q, k, v, call, layout, settings) -> output in ``layout``
@@ -42,10 +46,8 @@ class Backend:
     custom_scale: bool = True        # takes a softmax scale other than head_dim ** -0.5
     min_capability: tuple[int, int] = (8, 0)
     capabilities: Optional[frozenset] = None   # exactly these, where given
-    devices: frozenset = frozenset({"cuda"})
     edge_blocks: tuple[int, int] = (0, 0)      # first/last blocks it leaves to SDPA unless the user says
     available: Optional[str] = None  # a function of the module: (device) -> whether it runs there
-    fn: Optional[Callable] = None
     exact: bool = False              # computes attention without quantising: output within exact rounding
     grouped_query: bool = True       # may get grouped-query calls (their k/v repeated to the query's heads)
     grouped_query_unsafe_on: frozenset = frozenset()  # capabilities where it must not (wrong output there)
@@ -55,12 +57,12 @@ class Backend:
     #                                          per device): where a kernel keeps what it builds per configuration
 
     def unusable_on(self, device: torch.device, capability: Optional[tuple[int, int]]) -> Optional[str]:
-        if device.type not in self.devices:
+        """Why it cannot run on ``device``, a GPU of ``capability`` (None: no GPU), or None where it can."""
+        if capability is None:
             return f"{self.name} does not run on {device.type}"
         needs = (" or ".join("sm%d%d" % c for c in sorted(self.capabilities)) if self.capabilities
                  else "sm%d%d or newer" % self.min_capability)
-        fits = capability is None or (capability in self.capabilities if self.capabilities
-                                      else capability >= self.min_capability)
+        fits = capability in self.capabilities if self.capabilities else capability >= self.min_capability
         return None if fits else f"{self.label} needs {needs}; this GPU is sm{capability[0]}{capability[1]}"
 
 
@@ -99,16 +101,22 @@ class Resolution(NamedTuple):
         return self.candidates[0] if self.candidates else None
 
 
-REGISTRY: dict[str, Backend] = {}  # filled at import by the modules below; never changed after
+class Binding(NamedTuple):
+    """One backend bound to its installed function, or (``bound`` None) why it cannot be."""
+    bound: Optional[Bound]
+    why: str = ""
+
+
+REGISTRY: dict[str, Backend] = {}  # filled at import by this package's modules; never changed after
 
 # Compute capability -> the quantised kernels ``auto`` offers, in order of preference (``routing=always``
 # runs the first that binds). SageAttention 2 as its sageattn dispatches, but sm86 and sm120/121 take the
-# CUDA kernel with fp32 P.V accumulation (the fp16 Triton one renders Qwen-Image black on sm86, ComfyUI
-# #9773; FP8 P.V is noise past ~160k tokens on sm120, #15263), as do sm87 and sm100, which its sageattn
-# refuses. Then SageAttention 1, then cuDNN's FP8 SDPA where cuDNN runs it (Hopper and datacenter Blackwell),
-# then comfy-kitchen. SageAttention 3 (FP4) changes images more: only where the user picks it. After them every
-# choice but a named kernel offers the exact kernels (EXACT): torch's SDPA backends, then FlashAttention 4 and
-# cuDNN's frontend SDPA.
+# CUDA kernel with fp32 P.V accumulation (the fp16 Triton one renders Qwen-Image black on sm86; FP8 P.V is
+# noise past ~160k tokens on sm120), as do sm87 and sm100, which its sageattn refuses. Then SageAttention 1,
+# then cuDNN's FP8 SDPA where cuDNN runs it (Hopper and datacenter Blackwell), then comfy-kitchen.
+# SageAttention 3 (FP4) changes images more: only where the user picks it. After them every choice but a named
+# kernel offers the exact kernels (EXACT): torch's SDPA backends, then FlashAttention 4 and cuDNN's frontend
+# SDPA. A kernel these tables do not name is a choice of its own only.
 SAGE2_BY_ARCH = {(8, 0): "sage2_fp16_cuda", (8, 6): "sage2_fp16_cuda", (8, 7): "sage2_fp16_cuda",
                  (8, 9): "sage2_fp8_cuda", (9, 0): "sage2_fp8_sm90", (10, 0): "sage2_fp16_cuda",
                  (12, 0): "sage2_fp16_cuda", (12, 1): "sage2_fp16_cuda"}
@@ -148,36 +156,34 @@ def cuda_capability(device: torch.device) -> Optional[tuple[int, int]]:
 
 @dataclasses.dataclass(frozen=True)
 class Finder:
-    """How a session finds kernels: imports, distribution versions, GPU capabilities (tests hand in doubles)."""
+    """How a session finds kernels: imports, distribution versions, GPU capabilities, and the declarations it
+    binds, by name."""
     modules: Callable[[str], object] = importlib.import_module
     versions: Callable[[str], Optional[str]] = distribution_version
     capability: Callable[[torch.device], Optional[tuple[int, int]]] = cuda_capability
+    kernels: Mapping[str, Backend] = dataclasses.field(default_factory=lambda: types.MappingProxyType(REGISTRY))
 
-    def find(self, choice: str, device: torch.device, lookup) -> Resolution:
+    def find(self, choice: str, device: torch.device) -> Resolution:
         """The candidates ``choice`` binds on ``device``: a named kernel alone; for ``auto`` every kernel of
-        this GPU's list that binds and then torch's exact backends; for ``exact`` those alone. Or why none."""
+        this GPU's list that binds and then the exact ones; for ``exact`` those alone. Or why none."""
         capability = self.capability(device)
         if choice not in (AUTO_CHOICE, EXACT_CHOICE):
-            backend = lookup(choice)
-            bound = self.bind(backend, device, capability) if backend else f"no kernel is called {choice!r}"
-            if isinstance(bound, Bound):
-                return Resolution((bound,), f"{choice} chosen")
-            return Resolution((), bound)
+            backend = self.kernels.get(choice)
+            if backend is None:
+                return Resolution((), f"no kernel is called {choice!r}")
+            binding = self.bind(backend, device, capability)
+            return Resolution((binding.bound,), f"{choice} chosen") if binding.bound else Resolution((), binding.why)
         if capability is None:
             return Resolution((), f"the attention kernels need a CUDA device, got {device}")
         names = EXACT
         if choice == AUTO_CHOICE:
             names = self.quantised_names(capability) + EXACT
-        found, tried = [], []
-        for name in names:
-            bound = self.bind(lookup(name), device, capability)
-            if isinstance(bound, Bound):
-                found.append(bound)
-            else:
-                tried.append(bound)
+        bindings = [self.bind(self.kernels[name], device, capability) for name in names]
+        found = tuple(binding.bound for binding in bindings if binding.bound)
         arch = f"sm{capability[0]}{capability[1]}"
         if found:
-            return Resolution(tuple(found), f"{choice}: {arch} -> {', '.join(b.name for b in found)}")
+            return Resolution(found, f"{choice}: {arch} -> {', '.join(b.name for b in found)}")
+        tried = [binding.why for binding in bindings]
         return Resolution((), f"{choice}: " + ("; ".join(tried) or f"no kernel for {arch}"))
 
     @staticmethod
@@ -189,37 +195,36 @@ class Finder:
             return AUTO[(8, 0)]
         return ()
 
-    def bind(self, backend: Backend, device: torch.device, capability) -> Bound | str:
+    def bind(self, backend: Backend, device: torch.device, capability) -> Binding:
         """``backend`` bound to its installed function, or why it cannot be."""
-        why, version = backend.unusable_on(device, capability), self.library_version(backend)
+        why = backend.unusable_on(device, capability)
         if why:
-            return why
+            return Binding(None, why)
+        version = self.library_version(backend)
         try:
-            module = None if backend.fn else self.modules(backend.module)
+            module = self.modules(backend.module)
         except Exception as exc:  # noqa: BLE001 - a broken build or a missing Triton must not break loading
-            return f"{backend.module} is not installed or failed to import: {exc!r}"[:300]
-        fn = backend.fn or getattr(module, backend.function, None)
+            return Binding(None, f"{backend.module} is not installed or failed to import: {exc!r}"[:300])
+        fn = getattr(module, backend.function, None)
         if fn is None:
-            return f"{version} does not export {backend.function}"
+            return Binding(None, f"{version} does not export {backend.function}")
         missing = missing_parameters(fn, backend.params)
         if missing:
-            return (f"{backend.function} of {version} does not take {', '.join(missing)}; "
-                    "not passing arguments it would ignore")
-        if module is not None and backend.available and not getattr(module, backend.available)(device):
-            return f"{version}: {backend.function} does not run on {device}"
-        if module is not None and backend.version_function:
+            return Binding(None, f"{backend.function} of {version} does not take {', '.join(missing)}; "
+                                 "not passing arguments it would ignore")
+        if backend.available and not getattr(module, backend.available)(device):
+            return Binding(None, f"{version}: {backend.function} does not run on {device}")
+        if backend.version_function:
             version = getattr(module, backend.version_function)()
         if capability in backend.grouped_query_unsafe_on:
             backend = dataclasses.replace(backend, grouped_query=False)
         if backend.per_binding is not None:
             fn = backend.per_binding(module, fn)
-        return Bound(backend, fn, version)
+        return Binding(Bound(backend, fn, version))
 
     def library_version(self, backend: Backend) -> str:
         """The library and its distribution's version; both where they disagree (a SageAttention 2
         build whose metadata says 1.0.6)."""
-        if not backend.module:
-            return backend.library
         version, major = self.versions(backend.module), re.search(r"\d+$", backend.library)
         if version is None:
             return f"{backend.library}, version unknown (no distribution metadata for {backend.module})"
@@ -228,4 +233,11 @@ class Finder:
         return f"{backend.library} ({backend.module} {version})"
 
 
-from . import cudnn_frontend, flash4, kitchen, sage1, sage2, sage3, torch_sdpa  # noqa: E402,F401 - importing registers
+def import_declarations() -> None:
+    """Imports every module of this package, in name order: each registers the kernels it declares, so a kernel
+    is added by adding its module."""
+    for module in sorted(found.name for found in pkgutil.iter_modules(__path__)):
+        importlib.import_module(f"{__name__}.{module}")
+
+
+import_declarations()

@@ -1,6 +1,6 @@
 """torch's own exact attention kernels, each pinned alone: cuDNN, flash and memory-efficient SDPA. They
 compute what ComfyUI's attention computes, without quantising, so the first-call check holds them to
-exact rounding (checks.py). Which is fastest depends on the GPU and the shape: ComfyUI 0.33 runs SDPA
+exact rounding (checks.py). Which is fastest depends on the GPU and the shape: ComfyUI may run SDPA
 flash-first (comfy/ops.py), and cuDNN is faster than flash at diffusion sizes on some GPUs and slower
 on others, so each is a measured candidate like any kernel.
 
@@ -69,7 +69,7 @@ def _backend(name: str, label: str, function: str, available: str, **declared) -
 
 
 register(
-    # torch issue 193893: grouped-query attention through cuDNN is silently wrong on sm100.
+    # Grouped-query attention through torch's cuDNN backend is silently wrong on sm100: not offered there.
     _backend("sdpa_cudnn", "cuDNN", "cudnn_attention", "cudnn_available", head_dims=ALIGNED_HEAD_DIMS,
              grouped_query_unsafe_on=frozenset({(10, 0)})),
     _backend("sdpa_flash", "flash", "flash_attention", "flash_available", head_dims=ALIGNED_HEAD_DIMS),

@@ -4,11 +4,17 @@
 the other doubles wrap it to misbehave in one specific way. ``sageattention2_module``,
 ``sageattn3_blackwell`` and ``int8_attention`` stand in for the real libraries with their real
 signatures.
+
+A kernel double reaches a session through its Finder, as the pack's own kernels do: ``add_kernel`` (or
+``registered``) gives the session's knowledge a ``DoublesFinder``, which knows the double's declaration by
+name, imports its module double, and binds it on the device types it is declared for, the CPU among them.
 """
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import types
+from typing import Callable, Mapping, Optional
 
 import torch
 import torch.nn.functional as F
@@ -19,6 +25,10 @@ from sage_attention_scope.patches.backends import sage1
 ALL_DTYPES = frozenset({torch.float32, torch.float16, torch.bfloat16})
 ANY_HEAD_DIM = frozenset(range(1, 513))
 SA_PARAMS = ("tensor_layout", "is_causal", "sm_scale", "smooth_k")
+CPU_AND_CUDA = frozenset({"cpu", "cuda"})
+# The capability a double binds with where the session's Finder gives a device none (the CPU): the oldest GPU
+# the pack's kernels take. Only the doubles get it: ``auto`` and ``exact`` still find no GPU on the CPU.
+CPU_AS_GPU = (8, 0)
 
 
 def reference_attention(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, smooth_k=False):
@@ -43,21 +53,122 @@ class RecordingKernel:
                            smooth_k=smooth_k)
 
 
-def make_kernel(name: str, function, *, devices=("cpu", "cuda"), dtypes=ALL_DTYPES, head_dims=ANY_HEAD_DIM,
-                smooth_k_in_place=False, **declared) -> backends.Backend:
-    """A backend whose function is ``function`` (SageAttention's signature), called as SageAttention
-    1 is (``smooth_k_in_place``: it smooths a copy itself) or as 2's Triton kernel is (no fixed arguments)."""
-    return backends.Backend(
-        name=name, label=f"{name} (test double)", library="test double", module="", function=name,
+@dataclasses.dataclass(frozen=True)
+class KernelDouble:
+    """A kernel as the harness hands it to a session: its declaration, the module double its function is found
+    in (None: the session's Finder imports the declared module), and the device types it binds on."""
+    backend: backends.Backend
+    module: Optional[object] = None
+    devices: frozenset = CPU_AND_CUDA
+
+    name = property(lambda self: self.backend.name)
+
+    @property
+    def function(self) -> Callable:
+        """Its function, from its module double."""
+        return getattr(self.module, self.backend.function)
+
+
+def kernel_double(backend: backends.Backend, module=None, devices=CPU_AND_CUDA) -> KernelDouble:
+    """``backend`` as a double bound on ``devices``. With a ``module`` double, the declaration names a module of its
+    own, so that a double of one library function leaves the library's other kernels to the session's imports."""
+    if module is not None:
+        backend = dataclasses.replace(backend, module=f"{__name__}.{backend.name}")
+    return KernelDouble(backend, module, frozenset(devices))
+
+
+def make_kernel(name: str, function, *, devices=CPU_AND_CUDA, dtypes=ALL_DTYPES, head_dims=ANY_HEAD_DIM,
+                smooth_k_in_place=False, **declared) -> KernelDouble:
+    """A kernel the pack does not ship whose function is ``function`` (SageAttention's signature), called as
+    SageAttention 1 is (``smooth_k_in_place``: it smooths a copy itself) or as 2's Triton kernel is (no fixed
+    arguments); bound on ``devices``."""
+    backend = backends.Backend(
+        name=name, label=f"{name} (test double)", library="test double", module=f"{__name__}.{name}", function=name,
         params=SA_PARAMS, run=sage1.run if smooth_k_in_place else backends.REGISTRY["sage2_fp16_triton"].run,
-        head_dims=frozenset(head_dims), dtypes=frozenset(dtypes), devices=frozenset(devices), fn=function, **declared)
+        head_dims=frozenset(head_dims), dtypes=frozenset(dtypes), version_function="version", **declared)
+    return KernelDouble(backend, library(**{name: function, "version": lambda: "test double"}), frozenset(devices))
 
 
-def add_kernel(knowledge, backend: backends.Backend) -> None:
-    """``backend`` known to ``knowledge`` as if the pack shipped it; what it resolved before is found
-    again, and what it decided is decided again. (A tree before the registry moved into the knowledge,
-    run side by side in a benchmark, has ``add_backend`` for it.)"""
-    if not hasattr(knowledge, "registry"):
+def machine_finder(modules: Mapping[str, object], capability=(9, 0), versions=lambda module: None) -> backends.Finder:
+    """The Finder of a machine whose libraries are ``modules`` (name -> module double; a name absent, or None or
+    False, is not installed; an exception fails its import as it would) and whose every device is a GPU of
+    ``capability``: the CPU too, where the tests' tensors are, so the pack's own declarations bind there."""
+    def module(name: str):
+        found = modules.get(name)
+        if not found:
+            raise ImportError(f"No module named {name!r}")
+        if isinstance(found, Exception):
+            raise found
+        return found
+    return backends.Finder(module, versions, lambda device: capability)
+
+
+@dataclasses.dataclass(frozen=True)
+class DoublesFinder(backends.Finder):
+    """A session's own Finder (``base``) with kernel doubles: their declarations known by name beside the pack's,
+    their module doubles imported from here, each bound on the device types it is declared for."""
+    base: backends.Finder = backends.Finder()
+    doubles: Mapping[str, KernelDouble] = dataclasses.field(default_factory=dict)
+
+    def bind(self, backend: backends.Backend, device: torch.device, capability) -> backends.Binding:
+        double = self.doubles.get(backend.name)
+        if double is None:
+            return super().bind(backend, device, capability)
+        if device.type not in double.devices:
+            return backends.Binding(None, f"{backend.name} does not run on {device.type}")
+        return super().bind(backend, device, CPU_AS_GPU if capability is None else capability)
+
+
+def finder_with(base: backends.Finder, doubles: Mapping[str, KernelDouble]) -> backends.Finder:
+    """``base`` with ``doubles`` (name -> double) handed in; ``base`` itself where there are none."""
+    if not doubles:
+        return base
+    module_doubles = {double.backend.module: double.module for double in doubles.values() if double.module is not None}
+
+    def module(name: str):
+        return module_doubles[name] if name in module_doubles else base.modules(name)
+    kernels = {**base.kernels, **{name: double.backend for name, double in doubles.items()}}
+    return DoublesFinder(modules=module, versions=base.versions, capability=base.capability,
+                         kernels=types.MappingProxyType(kernels), base=base, doubles=dict(doubles))
+
+
+def hand_in(knowledge, doubles: Mapping[str, KernelDouble]) -> None:
+    """``knowledge`` finding kernels with its own Finder and ``doubles``; what it resolved before is found again,
+    and what it decided is decided again."""
+    with knowledge.lock:
+        knowledge.finder = finder_with(getattr(knowledge.finder, "base", knowledge.finder), doubles)
+        knowledge.resolutions.clear()
+        knowledge.version += 1
+
+
+def add_kernel(knowledge, double: KernelDouble | backends.Backend) -> None:
+    """``double`` (or a declaration, bound on the CPU and CUDA) known to ``knowledge`` as if the pack shipped it."""
+    double = double if isinstance(double, KernelDouble) else KernelDouble(double)
+    if hasattr(knowledge, "registry") or hasattr(knowledge, "add_backend"):
+        add_to_earlier_tree(knowledge, double)
+        return
+    hand_in(knowledge, {**getattr(knowledge.finder, "doubles", {}), double.name: double})
+
+
+def remove_kernel(knowledge, name: str) -> None:
+    """The kernel ``name`` taken back from ``knowledge`` (add_kernel's undoing)."""
+    if hasattr(knowledge, "registry") or hasattr(knowledge, "add_backend"):
+        remove_from_earlier_tree(knowledge, name)
+        return
+    hand_in(knowledge, {other: double for other, double in getattr(knowledge.finder, "doubles", {}).items()
+                        if other != name})
+
+
+# An earlier tree of the pack, run side by side by a benchmark (bench/router_cost.py --compare), takes a double
+# as its own declaration with the function handed over (``fn``) and the device types it runs on (``devices``),
+# into the copy of the registry its knowledge keeps (``registry``) or, earlier still, through ``add_backend``.
+
+def add_to_earlier_tree(knowledge, double: KernelDouble) -> None:
+    backend = double.backend
+    if double.module is not None:
+        backend = dataclasses.replace(backend, module="", fn=double.function)
+    backend = dataclasses.replace(backend, devices=double.devices)
+    if hasattr(knowledge, "add_backend"):
         knowledge.add_backend(backend)
         return
     with knowledge.lock:
@@ -66,9 +177,8 @@ def add_kernel(knowledge, backend: backends.Backend) -> None:
         knowledge.version += 1
 
 
-def remove_kernel(knowledge, name: str) -> None:
-    """The kernel ``name`` taken back from ``knowledge`` (add_kernel's undoing)."""
-    if not hasattr(knowledge, "registry"):
+def remove_from_earlier_tree(knowledge, name: str) -> None:
+    if hasattr(knowledge, "add_backend"):
         knowledge.add_backend(None, name)
         return
     with knowledge.lock:
@@ -78,12 +188,13 @@ def remove_kernel(knowledge, name: str) -> None:
 
 
 @contextlib.contextmanager
-def registered(session, backend: backends.Backend):
-    add_kernel(session.knowledge, backend)
+def registered(session, double: KernelDouble | backends.Backend):
+    """``double`` known to ``session`` for the block, and taken back after it."""
+    add_kernel(session.knowledge, double)
     try:
-        yield backend
+        yield double
     finally:
-        remove_kernel(session.knowledge, backend.name)
+        remove_kernel(session.knowledge, double.name)
 
 
 def raising(exc_factory):
