@@ -3,14 +3,22 @@
 Here, with network (the Python that runs this needs pip; the payload is for the GPU machine's Python):
 
     python scripts/gpu_run.py prepare --out .device --comfyui .comfyui/comfyui-0.33 \\
-        --sageattention-wheel PATH/sageattention-2.2.0-cp312-cp312-linux_x86_64.whl --kitchen 0.2.40 --compare main
+        --sageattention-wheel PATH/sageattention-2.2.0-cp312-cp312-linux_x86_64.whl --kitchen 0.2.40 --pip-kernels \\
+        --compare main
 
 fills .device/ (git-ignored) with one folder per part and prints each part's size. Parts: base (what
 ComfyUI imports that a bare GPU image lacks: PyAV, torchsde, trampoline, comfy-aimdo, blake3,
 simpleeval), sa1 (sageattention 1.0.6), sa2 (the SageAttention 2 wheel given), kitchen (comfy-kitchen
-VERSION without its ROCm backend), comfyui-VERSION (each --comfyui tree) and compare (``git archive
-REV`` of this repository). Each folder holds one xz archive and its part.json: take to the GPU machine
-only the parts a run needs.
+VERSION without its ROCm backend), pipk (--pip-kernels: FlashAttention 4 with the CuTe DSL, and the cuDNN
+frontend), comfyui-VERSION (each --comfyui tree) and compare (``git archive REV`` of this repository).
+Each folder holds an xz archive and its part.json, and one more archive (NAME.2.tar.xz, ...) for each
+file over 32 MiB (pipk's DSL libraries): take to the GPU machine only the parts a run needs. A payload
+over one trip's size travels in several: first some archives, which
+
+    python3 scripts/gpu_run.py unpack --from .device
+
+unpacks there (and says which archives were not carried), then the rest with the part.json files of the
+parts already unpacked, for ``run``; the machine must still be the same one (warm).
 
 There, from this repository's root, with the parts in .device/:
 
@@ -19,12 +27,15 @@ There, from this repository's root, with the parts in .device/:
 
 unpacks the parts into a temporary folder (an earlier run's unpack of the same part is reused, checked
 first), then, on each ComfyUI carried (or picked with --comfyui VERSION,...; none carried:
-$COMFYUI_PATH) and for each kernel set of --kernels (sa2, sa1, kitchen, none; libraries that share a
-process joined with +, e.g. sa2+kitchen), runs the parts asked for: the GPU tests (--suite), the
-per-call comparison (--per-call [SHAPE,...]), per-family accuracy (--accuracy [FAMILY,...]), per-step
+$COMFYUI_PATH) and for each kernel set of --kernels (sa2, sa1, kitchen, pipk, none; libraries that share
+a process joined with +, e.g. sa2+kitchen), runs the parts asked for: the GPU tests (--suite; a library
+alone has its own kernels under test, pipk each of fa4, cudnn_fe_bf16 and cudnn_fe_fp8 in a run of its
+own), the per-call comparison (--per-call [SHAPE,...]), per-family accuracy (--accuracy [FAMILY,...]), per-step
 runs (--steps MODEL,...: one process per model) and whole generations (--whole MODEL,...,
 --whole-steps N). --arm NAME:INPUT=VALUE,... (repeatable) and --compare-arms go to the per-step and
 whole-generation runs; --compare runs the compare part's tree beside this one, per call and per step.
+--probe [SHAPE,...] runs bench/kernel_probe.py once, before the rest, with every kernel library carried on
+its path (SageAttention 2 rather than 1), needing no ComfyUI: the libraries called directly.
 --small runs the benchmarks' tiny CPU configs (CI runs this verb so). Every part's output is kept; a
 part that fails is reported and the run goes on; --step-limit caps each part and --deadline (seconds
 from the start) ends every part in time to pack the results. --out gets gpu-run-logs.tar.xz (every log
@@ -58,33 +69,76 @@ SAGEATTENTION_1 = "sageattention==1.0.6"
 KITCHEN_ROCM = Path("comfy_kitchen") / "backends" / "hip"  # comfy-kitchen's ROCm backend: half its wheel
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
              "linux_x86_64")
-KERNELS = ("sa2", "sa1", "kitchen")  # each the part of that name, put on the path
+# FlashAttention 4 and the cuDNN frontend (the newest of each, 2026-12-07), with what they need that the GPU
+# image lacks (it has einops, cuda-bindings, protobuf, typing-extensions and nvidia-cudnn-cu13). The CuTe
+# DSL's CUDA 12 build: its loader takes the newest build the driver supports (a CUDA 13 driver runs CUDA 12
+# code) and both builds are as large (92 MB wheels); both link nothing from the CUDA toolkit. The cuDNN
+# frontend's graph API (what the pack calls) loads the machine's libcudnn and needs no DSL.
+PIP_KERNELS = ("flash-attn-4==4.0.0b40", "nvidia-cutlass-dsl==4.8.1", "nvidia-cutlass-dsl-libs-base==4.8.1",
+               "nvidia-cutlass-dsl-libs-core==4.8.1", "nvidia-cutlass-dsl-libs-cu12==4.8.1",
+               "quack-kernels==0.6.5", "apache-tvm-ffi==0.1.15.post2", "torch-c-dlpack-ext==0.1.5",
+               "nvidia-cudnn-frontend==1.32.0")
+# Checked on unpacking: modules that load with no GPU work (a library that fails on that machine is the
+# probe's and the suite's to report, not a reason to stop the run).
+PIP_KERNEL_IMPORTS = ["tvm_ffi", "nvidia_cutlass_dsl"]
+# The GPU machine's own: no part may carry another copy in front of them.
+MACHINE_DISTRIBUTIONS = frozenset({"torch", "triton", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13"})
+LARGE_FILE = 32 * 2 ** 20  # a file larger than this travels in an archive of its own
+MACHINE_CODE_WINDOW = 256 * 2 ** 20  # xz's window for one large library (unpacking takes that much memory)
+ELF = b"\x7fELF"
+KERNELS = ("sa2", "sa1", "kitchen", "pipk")  # each the part of that name, put on the path
 SITE_PARTS_OF_DISTRIBUTIONS = {"comfy-kitchen": "kitchen"}  # a ComfyUI requirement a site part provides
-SUITE_KERNEL = {("sa1",): "sage1_triton", ("kitchen",): "kitchen_int8"}  # the GPU tests' kernel, library alone
+# the GPU tests' kernels for a library alone, one suite run each (several libraries: auto picks)
+SUITE_KERNELS = {("sa1",): ("sage1_triton",), ("kitchen",): ("kitchen_int8",),
+                 ("pipk",): ("fa4", "cudnn_fe_bf16", "cudnn_fe_fp8")}
 STEPS_PER_GENERATION = 4  # per step: 2 warm-up steps and 2 timed in each generation (model_steps' --warm-steps 2)
 PACKING_S, SHORTEST_PART_S = 20, 30  # kept for packing the results before --deadline; a part given less is not run
-UNPACKED = ".sas-unpacked"  # in an unpacked part: the digest of the archive it came from, written last
+UNPACKED = ".sas-unpacked"  # in an unpacked part, per archive (UNPACKED.NAME): its digest, written last
 
 
 # -- prepare ------------------------------------------------------------------------------------
 
-def compress(archive: Path, entries: list[tuple[Path, str]]) -> None:
-    """``entries`` (path, name in the archive) into ``archive``, xz at its strongest, caches left out."""
+def compress(archive: Path, entries: list[tuple[Path, str]], leave_out: frozenset = frozenset(),
+             machine_code: bool = False) -> None:
+    """``entries`` (path, name in the archive) into ``archive``, xz at its strongest, caches and the
+    members named in ``leave_out`` left out; ``machine_code`` (one large x86 library): xz's x86 filter and a
+    window as large as the library, which pack such a file smaller."""
     def keep(info: tarfile.TarInfo):
         parts = Path(info.name).parts
-        if "__pycache__" in parts or ".git" in parts or info.name.endswith(".pyc"):
+        if "__pycache__" in parts or ".git" in parts or info.name.endswith(".pyc") or info.name in leave_out:
             return None
         info.uid = info.gid = 0
         info.uname = info.gname = ""
         return info
-    with tarfile.open(archive, "w:xz", preset=9 | lzma.PRESET_EXTREME) as tar:
-        for path, name in entries:
-            tar.add(path, arcname=name, filter=keep)
+    lzma2 = {"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME}
+    filters = [lzma2]
+    if machine_code:
+        size = sum(path.stat().st_size for path, _ in entries)
+        filters = [{"id": lzma.FILTER_X86}, {**lzma2, "dict_size": min(max(size, 1 << 20), MACHINE_CODE_WINDOW)}]
+    with lzma.open(archive, "wb", format=lzma.FORMAT_XZ, filters=filters) as packed:
+        with tarfile.open(fileobj=packed, mode="w") as tar:
+            for path, name in entries:
+                tar.add(path, arcname=name, filter=keep)
 
 
 def folder_entries(folder: Path) -> list[tuple[Path, str]]:
     """Everything in ``folder``, to unpack into the folder a part is unpacked to."""
     return [(child, child.name) for child in sorted(folder.iterdir())]
+
+
+def large_files(entries: list[tuple[Path, str]]) -> list[tuple[Path, str]]:
+    """The files over LARGE_FILE among ``entries`` and in their folders, with their names in the archive."""
+    found = []
+    for path, name in entries:
+        if path.is_file() and not path.is_symlink():
+            files = [(path, name)]
+        elif path.is_dir() and not path.is_symlink():
+            files = [(file, f"{name}/{file.relative_to(path).as_posix()}") for file in sorted(path.rglob("*"))
+                     if file.is_file() and not file.is_symlink()]
+        else:
+            files = []
+        found += [(file, member) for file, member in files if file.stat().st_size > LARGE_FILE]
+    return found
 
 
 def sha256(path: Path) -> str:
@@ -96,13 +150,22 @@ def sha256(path: Path) -> str:
 
 
 def write_part(out: Path, name: str, entries: list[tuple[Path, str]], **facts) -> Path:
-    """Part ``name`` in ``out``/``name``: its archive and part.json (the archive's digest and ``facts``)."""
+    """Part ``name`` in ``out``/``name``: its archive, one more archive (a volume) for each file over
+    LARGE_FILE, so that trips can be packed, and part.json (each archive's digest and ``facts``)."""
     folder = out / name
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
+    large = large_files(entries)
     archive = folder / f"{name}.tar.xz"
-    compress(archive, entries)
-    return describe(archive, name, **facts)
+    compress(archive, entries, leave_out=frozenset(member for _, member in large))
+    volumes = []
+    for number, (path, member) in enumerate(large, start=2):
+        volume = folder / f"{name}.{number}.tar.xz"
+        with open(path, "rb") as f:
+            machine_code = f.read(len(ELF)) == ELF
+        compress(volume, [(path, member)], machine_code=machine_code)
+        volumes.append({"archive": volume.name, "sha256": sha256(volume), "holds": member})
+    return describe(archive, name, **facts, **({"volumes": volumes} if volumes else {}))
 
 
 def describe(archive: Path, name: str, **facts) -> Path:
@@ -128,15 +191,25 @@ def pip_install(target: Path, specs: list[str], args) -> dict[str, str]:
     return {dist.metadata["Name"]: dist.version for dist in importlib.metadata.distributions(path=[str(target)])}
 
 
+def distribution_key(name: str) -> str:
+    """A distribution's name as PyPI compares them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def site_part(out: Path, name: str, specs: list[str], imports: list[str], args, drop: Path | None = None) -> Path:
-    """A part that goes on the path: ``specs`` installed into a folder (less ``drop``) and packed."""
+    """A part that goes on the path: ``specs`` installed into a folder (less ``drop``) and packed; never
+    with a copy of what the GPU machine has its own of (torch, Triton, cuDNN)."""
     with tempfile.TemporaryDirectory() as staging:
         versions = pip_install(Path(staging), specs, args)
+        shadowing = sorted(d for d in versions if distribution_key(d) in MACHINE_DISTRIBUTIONS)
+        if shadowing:
+            raise ValueError(f"{name}: {', '.join(shadowing)} would shadow the GPU machine's own")
         if drop is not None:
             if not (Path(staging) / drop).is_dir():
                 raise ValueError(f"{name}: {drop} is not in {', '.join(specs)}: is it still the ROCm backend?")
             shutil.rmtree(Path(staging) / drop)
-        return write_part(out, name, folder_entries(Path(staging)), kind="site", imports=imports, versions=versions)
+        return write_part(out, name, folder_entries(Path(staging)), kind="site", imports=imports, versions=versions,
+                          python=args.python)
 
 
 def comfyui_version_of(tree: Path) -> str:
@@ -178,12 +251,20 @@ def prepare(args) -> None:
     if args.kitchen:
         made.append(site_part(args.out, "kitchen", [f"comfy-kitchen=={args.kitchen}"], ["comfy_kitchen"], args,
                               drop=KITCHEN_ROCM))
+    if args.pip_kernels:
+        made.append(site_part(args.out, "pipk", list(PIP_KERNELS), PIP_KERNEL_IMPORTS, args))
     made += [comfyui_part(args.out, tree.resolve()) for tree in args.comfyui]
     if args.compare:
         made.append(compare_part(args.out, args.compare))
+    total = 0
     for archive in made:
-        print(f"{archive.parent.name}: {size_text(archive.stat().st_size)} ({archive})")
-    print(f"in all: {size_text(sum(a.stat().st_size for a in made))} in {args.out}")
+        archives = sorted(archive.parent.glob("*.tar.xz"))
+        size = sum(a.stat().st_size for a in archives)
+        total += size
+        each = "" if len(archives) == 1 else " (" + ", ".join(
+            f"{a.name} {size_text(a.stat().st_size)}" for a in archives) + ")"
+        print(f"{archive.parent.name}: {size_text(size)}{each} in {archive.parent}")
+    print(f"in all: {size_text(total)} in {args.out}")
 
 
 def size_text(size: int) -> str:
@@ -205,10 +286,6 @@ class Part:
     def name(self) -> str:
         return self.facts["name"]
 
-    @property
-    def archive(self) -> Path:
-        return self.folder / self.facts["archive"]
-
 
 def carried_parts(payload: Path) -> dict[str, Part]:
     """The parts in ``payload``, by name."""
@@ -226,60 +303,144 @@ def extract(tar: tarfile.TarFile, into: Path) -> None:
         tar.extractall(into)
 
 
-def unpacked(part: Part, work: Path) -> tuple[Path, bool]:
-    """(where ``part`` is unpacked, whether an earlier unpack was reused), after its archive is checked
-    against its digest; earlier unpacks of other archives of that part go."""
-    digest = part.facts["sha256"]
-    target = work / f"{part.name}-{digest[:16]}"
-    marker = target / UNPACKED
-    earlier_unpack = marker.is_file() and marker.read_text() == digest
-    if not part.archive.is_file():
-        # Only its part.json came: a payload too large for one trip travels in parts, each archive
-        # unpacked by an earlier run on this machine.
-        if earlier_unpack:
-            return target, True
-        raise PartError(f"{part.name}: only its {PART_FILE} was carried and no earlier run here unpacked "
-                        f"{part.archive.name}: carry {part.folder.name}/ whole")
-    if sha256(part.archive) != digest:
-        raise PartError(f"{part.archive} is not the archive prepare wrote (its digest differs): carry it again")
-    if earlier_unpack:
-        return target, True
+def archives_of(part: Part) -> list[tuple[str, str]]:
+    """(file name, digest) of each archive of ``part``: its own, then its volumes."""
+    volumes = [(volume["archive"], volume["sha256"]) for volume in part.facts.get("volumes", [])]
+    return [(part.facts["archive"], part.facts["sha256"]), *volumes]
+
+
+def unpack_folder(part: Part, work: Path) -> Path:
+    """Where ``part`` is unpacked in ``work``: named by its archives' digests."""
+    digests = [digest for _, digest in archives_of(part)]
+    digest = digests[0] if len(digests) == 1 else hashlib.sha256("".join(digests).encode()).hexdigest()
+    return work / f"{part.name}-{digest[:16]}"
+
+
+def clear_earlier(part: Part, target: Path, work: Path) -> None:
+    """Earlier unpacks of other archives of ``part`` go (``target`` and its own unfinished unpacks stay)."""
     for earlier in work.glob(f"{part.name}-*"):
-        shutil.rmtree(earlier, ignore_errors=True)
-    partial = work / f"{part.name}-{digest[:16]}.partial"
-    with tarfile.open(part.archive) as tar:
+        if not earlier.name.startswith(target.name):
+            shutil.rmtree(earlier, ignore_errors=True)
+
+
+def unpacked_here(target: Path, name: str, digest: str) -> bool:
+    marker = target / f"{UNPACKED}.{name}"
+    return marker.is_file() and marker.read_text() == digest
+
+
+def move_into(source: Path, target: Path) -> None:
+    """Everything in ``source`` moved into ``target`` (folders joined, files replaced); ``source`` goes."""
+    if not target.exists():
+        source.rename(target)
+        return
+    for path in sorted(source.rglob("*")):
+        if path.is_file() or path.is_symlink():
+            destination = target / path.relative_to(source)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, destination)
+    shutil.rmtree(source)
+
+
+def unpack_archive(part: Part, name: str, digest: str, target: Path) -> bool:
+    """Archive ``name`` of ``part``, checked against ``digest`` where carried, unpacked into ``target``
+    unless an earlier run on this machine did; whether that earlier unpack was reused."""
+    archive = part.folder / name
+    if not archive.is_file():
+        # A payload too large for one trip travels in parts, each archive unpacked by an earlier run on
+        # this machine.
+        if unpacked_here(target, name, digest):
+            return True
+        if not any((part.folder / other).is_file() for other, _ in archives_of(part)):
+            raise PartError(f"{part.name}: only its {PART_FILE} was carried and no earlier run here unpacked "
+                            f"{name}: carry {part.folder.name}/ whole")
+        raise PartError(f"{part.name}: {name} was not carried and no earlier run here unpacked it: carry "
+                        f"{part.folder.name}/{name} too")
+    if sha256(archive) != digest:
+        raise PartError(f"{archive} is not the archive prepare wrote (its digest differs): carry it again")
+    if unpacked_here(target, name, digest):
+        return True
+    partial = target.parent / f"{target.name}.partial-{name}"
+    shutil.rmtree(partial, ignore_errors=True)
+    with tarfile.open(archive) as tar:
         extract(tar, partial)
-    (partial / UNPACKED).write_text(digest)
-    partial.rename(target)
-    return target, False
+    move_into(partial, target)
+    (target / f"{UNPACKED}.{name}").write_text(digest)
+    return False
 
 
-def check_site(part: Part, where: Path) -> None:
-    """Every module of a site part imports from ``where``, with the versions prepare installed."""
-    script = ("import importlib, importlib.metadata as m, json, sys; facts = json.loads(sys.argv[1])\n"
-              "for module in facts['imports']: importlib.import_module(module)\n"
+def unpacked(part: Part, work: Path) -> tuple[Path, bool]:
+    """(where ``part`` is unpacked, whether an earlier unpack was reused), each archive checked against its
+    digest; earlier unpacks of other archives of that part go."""
+    target = unpack_folder(part, work)
+    clear_earlier(part, target, work)
+    reused = [unpack_archive(part, name, digest, target) for name, digest in archives_of(part)]
+    return target, all(reused)
+
+
+def unpack_carried(parts: dict[str, Part], work: Path) -> list[str]:
+    """Every archive carried, unpacked (no part checked: some may not be whole yet); one line per part."""
+    lines = []
+    for part in parts.values():
+        target = unpack_folder(part, work)
+        clear_earlier(part, target, work)
+        said = []
+        for name, digest in archives_of(part):
+            if not (part.folder / name).is_file() and not unpacked_here(target, name, digest):
+                said.append(f"{name} not carried")
+            else:
+                said.append(f"{name} {'reused' if unpack_archive(part, name, digest, target) else 'unpacked'}")
+        lines.append(f"{part.name}: {', '.join(said)} at {target}")
+    return lines
+
+
+def python_version() -> str:
+    return f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def check_site(part: Part, where: Path) -> list[Path]:
+    """Every module of a site part imports from ``where`` (where it was made for this Python), with the
+    versions prepare installed; the folders its .pth files add to the path (PYTHONPATH runs no .pth file:
+    the run puts them there itself)."""
+    script = ("import importlib, importlib.metadata as m, json, site, sys\n"
+              "facts, where, same_python = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3] == 'yes'\n"
+              "before = set(sys.path)\n"
+              "site.addsitedir(where)\n"
+              "added = [p for p in sys.path if p not in before and p != where]\n"
+              "for module in facts['imports'] if same_python else []: importlib.import_module(module)\n"
               "for name, version in facts['versions'].items():\n"
-              "    assert m.version(name) == version, f'{name} {m.version(name)}, not {version}'")
+              "    assert m.version(name) == version, f'{name} {m.version(name)}, not {version}'\n"
+              "print(json.dumps(added))")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(where), os.environ.get("PYTHONPATH")])))
-    done = subprocess.run([sys.executable, "-c", script, json.dumps(part.facts)], env=env, capture_output=True,
-                          text=True)
+    same_python = part.facts.get("python", python_version()) == python_version()
+    done = subprocess.run([sys.executable, "-c", script, json.dumps(part.facts), str(where),
+                           "yes" if same_python else "no"], env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise PartError(f"{part.name} does not import from {where}: {last_line(done.stderr)}")
+    return [Path(path) for path in json.loads(last_line(done.stdout))]
 
 
-def ready(part: Part, work: Path) -> tuple[Path, str]:
-    """(the folder to use: a site's, a ComfyUI tree's, a pack tree's; what was done), unpacked and checked."""
+@dataclasses.dataclass(frozen=True)
+class Ready:
+    where: Path        # a site's folder, a ComfyUI tree, a pack tree
+    path: list[Path]   # what goes on PYTHONPATH for it (a site part: its folder and what its .pth files add)
+    note: str          # what was done
+
+
+def ready(part: Part, work: Path) -> Ready:
+    """``part`` unpacked and checked."""
     where, reused = unpacked(part, work)
-    kind = part.facts["kind"]
+    kind, path, unchecked = part.facts["kind"], [], ""
     if kind == "site":
-        check_site(part, where)
+        path = [where, *check_site(part, where)]
+        if part.facts.get("python", python_version()) != python_version():
+            unchecked = f" (made for Python {part.facts['python']}, this is {python_version()}: imports not tried)"
     elif kind == "comfyui":
         where = where / part.facts["folder"]
         if comfyui_version_of(where) != part.facts["version"]:
             raise PartError(f"{where} is not ComfyUI {part.facts['version']}")
     elif not (where / "__init__.py").is_file():
         raise PartError(f"{where} holds no tree of the pack")
-    return where, f"{part.name}: {'reused' if reused else 'unpacked'} at {where}"
+    return Ready(where, path, f"{part.name}: {'reused' if reused else 'unpacked'} at {where}{unchecked}")
 
 
 # -- run: the parts ---------------------------------------------------------------------------------
@@ -422,11 +583,32 @@ def bench_commands(args, compare: Path | None) -> list[tuple[str, list[str]]]:
     return commands
 
 
-def environment(paths: list[Path], comfyui: Path, extra: dict) -> dict:
+def probe_command(args) -> list[str]:
+    """bench/kernel_probe.py on the shapes of --probe (none named: all), less the folder for its tables."""
+    shapes = comma_list(args.probe)
+    return [sys.executable, "bench/kernel_probe.py", *(["--small"] if args.small else []),
+            *(["--only", *shapes] if shapes else [])]
+
+
+def probe_kernels(parts: dict[str, Part]) -> tuple[str, ...]:
+    """The kernel libraries on the probe's path: every one carried, SageAttention 2 rather than 1 (both are
+    the module sageattention)."""
+    return tuple([name for name in ("sa2", "sa1") if name in parts][:1] +
+                 [name for name in ("kitchen", "pipk") if name in parts])
+
+
+def needs_host(args) -> bool:
+    """Whether a part asked for runs on a ComfyUI (the probe calls the libraries alone)."""
+    return bool(args.suite or args.per_call is not None or args.accuracy is not None or args.steps or args.whole)
+
+
+def environment(paths: list[Path], comfyui: Path | None, extra: dict) -> dict:
     """A part's environment: ``paths`` first on the path, then the harness (tests/, as the suite has it)."""
     path = [*map(str, paths), str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, path)), COMFYUI_PATH=str(comfyui),
-                PYTHONUNBUFFERED="1", **extra)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, path)), PYTHONUNBUFFERED="1", **extra)
+    if comfyui is not None:
+        env["COMFYUI_PATH"] = str(comfyui)
+    return env
 
 
 def machine() -> str:
@@ -438,7 +620,8 @@ def machine() -> str:
         found.append(joined(smi.stdout.strip().splitlines(), "; ", empty="nvidia-smi: no GPU"))
     script = ("import sys, torch\ntry:\n    import triton; t = triton.__version__\nexcept ImportError:\n"
               "    t = 'not installed'\n"
-              "print(f'Python {sys.version.split()[0]}, torch {torch.__version__}, Triton {t}')")
+              "print(f'Python {sys.version.split()[0]}, torch {torch.__version__} (CUDA {torch.version.cuda}, '\n"
+              "      f'cuDNN {torch.backends.cudnn.version()}), Triton {t}')")
     versions = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     found.append(last_line(versions.stdout if versions.returncode == 0 else versions.stderr))
     return "; ".join(found)
@@ -483,65 +666,94 @@ def sites_required_by(tree: Path) -> list[str]:
     return [part for distribution, part in SITE_PARTS_OF_DISTRIBUTIONS.items() if distribution in named]
 
 
-def ready_parts(parts: dict[str, Part], names: set[str], work: Path) -> tuple[dict[str, Path], list[str]]:
-    """(where each part of ``names`` is ready to use, what was done with each), in ``work``."""
+def ready_parts(parts: dict[str, Part], names: set[str], work: Path) -> tuple[dict[str, Ready], list[str]]:
+    """(each part of ``names`` ready to use, what was done with each), in ``work``."""
     places, notes = {}, []
     for name in sorted(names):
-        places[name], note = ready(parts[name], work)
-        notes.append(note)
-        print(note, flush=True)
+        places[name] = ready(parts[name], work)
+        notes.append(places[name].note)
+        print(places[name].note, flush=True)
     return places, notes
 
 
-def suite_command(names: tuple[str, ...], record: Path) -> tuple[list[str], dict]:
-    """The GPU tests with the kernel set ``names`` on the path, their figures appended to ``record``: a
-    library alone has its own kernel under test, else ``auto`` picks."""
+def site_path(names, places: dict[str, Ready]) -> list[Path]:
+    """The path entries of the site parts ``names``, then of base where carried."""
+    chosen = [*names, *(["base"] if "base" in places and "base" not in names else [])]
+    return [entry for name in chosen for entry in places[name].path]
+
+
+def suite_command(kernel: str | None, record: Path) -> tuple[list[str], dict]:
+    """The GPU tests with ``kernel`` under test (None: ``auto`` picks), their figures appended to ``record``."""
     extra = {"SAS_GPU_RECORD": str(record)}
-    if names in SUITE_KERNEL:
-        extra["SAS_GPU_KERNEL"] = SUITE_KERNEL[names]
+    if kernel is not None:
+        extra["SAS_GPU_KERNEL"] = kernel
     return [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-rs", *gpu_test_files()], extra
 
 
-def run_parts(runner: Runner, args, hosts: list, sets: list, places: dict[str, Path]) -> None:
+def run_probe(runner: Runner, args, names: tuple[str, ...], places: dict[str, Ready]) -> None:
+    """The probe, once, with the kernel libraries ``names`` on its path and no ComfyUI."""
+    runner.run("probe", joined(names, "+"), "-", probe_command(args),
+               environment(site_path(names, places), None, {}))
+
+
+def run_parts(runner: Runner, args, hosts: list, sets: list, places: dict[str, Ready]) -> None:
     """Each part asked for, on each ComfyUI of ``hosts`` with each kernel set of ``sets`` on the path
     (and the site parts a carried ComfyUI requires, as a user's install has them)."""
-    commands = bench_commands(args, places.get("compare"))
+    commands = bench_commands(args, places["compare"].where if "compare" in places else None)
     for host in hosts:
-        comfyui = Path(os.environ["COMFYUI_PATH"]) if host is None else places[host.name]
+        comfyui = Path(os.environ["COMFYUI_PATH"]) if host is None else places[host.name].where
         label = "COMFYUI_PATH" if host is None else host.facts["version"]
         required = []  # $COMFYUI_PATH's requirements are its environment's, installed there
         if host is not None:
             required = sites_required_by(comfyui)
         for names in sets:
             kernels = joined(names, "+")
-            on_path = list(names) + [name for name in required if name not in names]
-            paths = [places[name] for name in on_path] + ([places["base"]] if "base" in places else [])
+            paths = site_path(list(names) + [name for name in required if name not in names], places)
             prefix = f"{label} {kernels} " if len(hosts) > 1 else f"{kernels} "
             if args.suite:
-                command, extra = suite_command(names, runner.logs / slug(f"{prefix}gpu-record.jsonl"))
-                runner.run(f"{prefix}suite", kernels, label, command, environment(paths, comfyui, extra),
-                           writes_tables=False)
+                under_test = SUITE_KERNELS.get(names, (None,))
+                for kernel in under_test:
+                    name = f"{prefix}suite" + (f" {kernel}" if len(under_test) > 1 else "")
+                    command, extra = suite_command(kernel, runner.logs / slug(f"{name} gpu-record.jsonl"))
+                    runner.run(name, kernels, label, command, environment(paths, comfyui, extra),
+                               writes_tables=False)
             for name, command in commands:
                 runner.run(prefix + name, kernels, label, command, environment(paths, comfyui, {}))
+
+
+def work_folder() -> Path:
+    """Where parts are unpacked on this machine (kept for the next run while the machine is)."""
+    work = Path(tempfile.gettempdir()) / "sas-gpu-run"
+    work.mkdir(exist_ok=True)
+    return work
+
+
+def unpack(args) -> int:
+    """Every archive carried in --from unpacked, to be used by a later run on this machine."""
+    lines = unpack_carried(carried_parts(args.source), work_folder())
+    print("\n".join(lines) if lines else f"no part in {args.source}", flush=True)
+    return 0
 
 
 def run(args) -> int:
     started = time.monotonic()
     parts = carried_parts(args.source)
     sets = kernel_sets(default_kernels(parts) if args.kernels is None else args.kernels)
-    hosts = hosts_of(args, parts)
-    needed = {name for names in sets for name in names} | {name for name in ("base",) if name in parts}
+    hosts = hosts_of(args, parts) if needs_host(args) else []
+    probed = probe_kernels(parts) if args.probe is not None else ()
+    needed = {name for names in sets for name in names} | set(probed)
+    if hosts and "base" in parts:
+        needed.add("base")
     if args.compare:
         needed.add("compare")
     missing = sorted(needed - set(parts))
     if missing:
         raise ValueError(f"not in {args.source}: {', '.join(missing)} (carried: {joined(parts, empty='nothing')})")
-    work = Path(tempfile.gettempdir()) / "sas-gpu-run"
-    work.mkdir(exist_ok=True)
+    work = work_folder()
     places, notes = ready_parts(parts, {host.name for host in hosts if host is not None}, work)
     for host in hosts:
         if host is not None:
-            for name in sites_required_by(places[host.name]):
+            for name in sites_required_by(places[host.name].where):
                 if name not in parts:
                     raise ValueError(f"ComfyUI {host.facts['version']} requires the {name} part (its "
                                      f"requirements.txt names it): carry it from {args.source}")
@@ -556,6 +768,8 @@ def run(args) -> int:
     about = machine()
     (logs / "machine.txt").write_text(about + "\n")
     runner = Runner(logs, started, args.deadline, args.step_limit)
+    if args.probe is not None:
+        run_probe(runner, args, probed, places)
     run_parts(runner, args, hosts, sets, places)
     text = summary(" ".join(["gpu_run.py", *sys.argv[1:]]), about, notes, runner.outcomes)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -581,6 +795,8 @@ def main(argv=None) -> int:
     made.add_argument("--comfyui", type=Path, action="append", default=[], help="a ComfyUI tree (repeatable)")
     made.add_argument("--sageattention-wheel", type=Path, help="a SageAttention 2 wheel built for that machine")
     made.add_argument("--kitchen", metavar="VERSION", help="comfy-kitchen of this version")
+    made.add_argument("--pip-kernels", action="store_true",
+                      help="the pipk part: FlashAttention 4 (CuTe DSL) and the cuDNN frontend, pinned")
     made.add_argument("--compare", metavar="REV", help="this repository at REV, to run beside the present tree")
     made.add_argument("--python", default="3.12", help="the GPU machine's Python (default 3.12)")
     made.add_argument("--platform", action="append", help=f"wheel platforms (default {', '.join(PLATFORMS)})")
@@ -588,10 +804,12 @@ def main(argv=None) -> int:
                       help="no base and sa1 parts (a machine that has them, or a test)")
     running = verbs.add_parser("run", help="run the GPU tests and benchmarks from a prepared folder")
     running.add_argument("--from", dest="source", type=Path, required=True, help="the folder prepare filled")
-    running.add_argument("--kernels", help="kernel sets, e.g. sa2,sa1,sa2+kitchen,none (default: sa2 or sa1, "
-                                           "+kitchen, as carried)")
+    running.add_argument("--kernels", help="kernel sets, e.g. sa2,sa1,sa2+kitchen,pipk,none (default: sa2 or "
+                                           "sa1, +kitchen, as carried)")
     running.add_argument("--comfyui", metavar="VERSION,...", help="which carried ComfyUI trees (default: each)")
     running.add_argument("--suite", action="store_true", help="the GPU tests")
+    running.add_argument("--probe", nargs="?", const="", metavar="SHAPE,...",
+                         help="bench/kernel_probe.py, once, every kernel library carried on its path, no ComfyUI")
     running.add_argument("--per-call", nargs="?", const="", metavar="SHAPE,...", help="bench/attention_calls.py")
     running.add_argument("--accuracy", nargs="?", const="", metavar="FAMILY,...", help="bench/family_accuracy.py")
     running.add_argument("--steps", metavar="MODEL,...", help="per step, NAME or NAME@SIZE, one process each")
@@ -606,11 +824,15 @@ def main(argv=None) -> int:
     running.add_argument("--deadline", type=float, metavar="SECONDS", help="every part ends this long after the start")
     running.add_argument("--step-limit", type=float, metavar="SECONDS", help="the most one part may take")
     running.add_argument("--out", type=Path, default=ROOT / ".artifacts" / "gpu-run")
+    unpacking = verbs.add_parser("unpack", help="unpack every archive carried, for a later run on this machine")
+    unpacking.add_argument("--from", dest="source", type=Path, required=True, help="the folder prepare filled")
     args = parser.parse_args(argv)
     try:
         if args.verb == "prepare":
             prepare(args)
             return 0
+        if args.verb == "unpack":
+            return unpack(args)
         return run(args)
     except (ValueError, PartError) as exc:
         parser.exit(2, f"gpu_run.py {args.verb}: {exc}\n")

@@ -3,6 +3,7 @@ for: on a CPU the named reference double stands in for the kernel."""
 import argparse
 import collections
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -364,3 +365,121 @@ def test_a_comfyui_that_requires_comfy_kitchen_gets_the_kitchen_part_on_its_path
     assert script.sites_required_by(tmp_path) == ["kitchen"]
     (tmp_path / "requirements.txt").write_text("torch\ncomfy-kitchen-extra\n")
     assert script.sites_required_by(tmp_path) == []
+
+
+def gpu_run_script():
+    """scripts/gpu_run.py as a module."""
+    spec = importlib.util.spec_from_file_location("gpu_run_script", ROOT / "scripts" / "gpu_run.py")
+    script = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = script  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(script)
+    finally:
+        del sys.modules[spec.name]
+    return script
+
+
+def table_rows(text: str, first_cell: str) -> list[list[str]]:
+    return [[cell.strip() for cell in line.split("|")[1:-1]] for line in text.splitlines()
+            if line.startswith(f"| {first_cell}")]
+
+
+def test_the_kernel_probe_runs_small_and_every_arm_it_cannot_run_says_why(tmp_path):
+    """bench/kernel_probe.py --small on the CPU: the SDPA arms timed and compared with fp32, every other arm
+    a row that says why it did not run; the table printed last and written with the figures."""
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "kernel_probe.py"), "--small", "--rep-ms", "20",
+                           "--out", str(tmp_path)], capture_output=True, text=True, check=True)
+    table = (tmp_path / "kernel_probe.md").read_text()
+    assert done.stdout.rstrip().endswith(table.rstrip())
+    probe = load("kernel_probe")
+    rows = table_rows(table, "tiny")
+    assert len(rows) == len(probe.SMALL_SHAPES) * len(probe.ARMS)
+    timed = [row for row in rows if row[2] != "–"]
+    assert sorted({row[1] for row in timed}) == ["ComfyUI 0.33", "torch default"] and len(timed) == 4
+    for row in timed:
+        assert float(row[2]) > 0 and row[3].endswith("×")
+        for cell in (row[6], row[7]):  # rel L2 / cosine against fp32: bf16 rounding only
+            rel_l2, cosine = map(float, cell.split(" / "))
+            assert rel_l2 < 0.01 and cosine > 0.9999
+    assert all(row[9] == "unavailable: needs a CUDA GPU (this run is on the CPU)" for row in rows if row not in timed)
+    saved = json.loads((tmp_path / "kernel_probe.json").read_text())
+    assert saved["info"]["device"] == "CPU" and len(saved["rows"]) == len(rows)
+
+
+def test_the_kernel_probe_keeps_the_text_exact_as_the_pack_does():
+    """The probe's sol_attn arms get the pack's sink blocks for the text (patches/backends/kitchen.py)."""
+    from sage_attention_scope.patches.backends import kitchen
+    probe = load("kernel_probe")
+    for shape in probe.SHAPES + probe.SMALL_SHAPES:
+        assert probe.text_blocks(shape) == kitchen.text_blocks(shape.text_at or "none", shape.text, shape.tokens)
+    assert probe.text_blocks(probe.SHAPES[2]) is None  # Wan's self-attention holds no text
+
+
+def test_the_kernel_probes_positional_inputs_make_attention_local():
+    """Each head's attention (text aside) lies mostly within twice its correlation length of the query."""
+    import math
+    probe = load("kernel_probe")
+    shape = probe.Shape("grid", 4, (3, 12, 16), 64, "last")
+    q, k = probe.positional_qk(shape, CPU, torch.Generator().manual_seed(0))
+    weights = (q[0] @ k[0].transpose(-1, -2) / math.sqrt(shape.head_dim)).softmax(-1)
+    places = probe.grid_positions(shape.grid, CPU)
+    video = math.prod(shape.grid)
+    distance = torch.cdist(places, places)
+    for head, length in enumerate(probe.LENGTHS):
+        near = (weights[head, :video, :video] * (distance <= 2 * length)).sum(-1)
+        assert near.mean() > 0.85, (head, float(near.mean()))
+    assert probe.gate_verdict(0.05) == "pass" and probe.gate_verdict(0.051) == "dense"
+    assert probe.gate_verdict(float("inf")) == "dense"
+
+
+@NEEDS_GIT
+def test_the_gpu_runner_probes_the_libraries_without_a_comfyui(gpu_payload, tmp_path):
+    """run --probe: the probe once, before the rest, with no ComfyUI (none is asked for here)."""
+    out = tmp_path / "out"
+    env_without_host = {key: value for key, value in os.environ.items() if key != "COMFYUI_PATH"}
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_run.py"), "run", "--from", str(gpu_payload),
+                           "--kernels", "none", "--probe", "--small", "--out", str(out)], cwd=ROOT,
+                          env={**env_without_host, "TMPDIR": str(tmp_path)}, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = (out / "gpu-run-summary.md").read_text()
+    assert "| probe | none | - | passed |" in summary and "## probe [none, -]: kernel_probe.md" in summary
+    assert len(table_rows(summary, "tiny")) > 2
+
+
+def test_a_file_over_one_trip_travels_in_a_volume_that_an_earlier_unpack_keeps(tmp_path, monkeypatch):
+    """prepare puts each large file in an archive of its own; unpack takes what was carried, and a later run
+    finds the part whole from the archives it carries and the ones unpacked before (one machine, two trips)."""
+    script = gpu_run_script()
+    monkeypatch.setattr(script, "LARGE_FILE", 1000)
+    site = tmp_path / "site"
+    (site / "lib" / "deep").mkdir(parents=True)
+    (site / "lib" / "__init__.py").write_text("small\n")
+    (site / "lib" / "deep" / "big.so").write_bytes(b"\x7fELF" + os.urandom(5000))  # packed as machine code
+    (site / "extra.pth").write_text(f"{site / 'lib'}\n")
+    archive = script.write_part(tmp_path / "payload", "pipk", script.folder_entries(site), kind="site",
+                                imports=[], versions={})
+    part = script.carried_parts(tmp_path / "payload")["pipk"]
+    assert [name for name, _ in script.archives_of(part)] == ["pipk.tar.xz", "pipk.2.tar.xz"]
+    assert part.facts["volumes"][0]["holds"] == "lib/deep/big.so" and archive.name == "pipk.tar.xz"
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    work.mkdir()
+    elsewhere.mkdir()
+    volume, main = part.folder / "pipk.2.tar.xz", archive.read_bytes()
+    carried_volume = volume.read_bytes()
+    volume.unlink()
+    with pytest.raises(script.PartError, match="pipk.2.tar.xz was not carried"):
+        script.unpacked(part, elsewhere)
+    volume.write_bytes(carried_volume)
+    archive.unlink()  # the first trip: the volume alone
+    assert script.unpack_carried({"pipk": part}, work) == [
+        f"pipk: pipk.tar.xz not carried, pipk.2.tar.xz unpacked at {script.unpack_folder(part, work)}"]
+    volume.unlink()
+    with pytest.raises(script.PartError, match="only its part.json was carried"):
+        script.unpacked(part, work)
+    archive.write_bytes(main)  # the second trip: the rest, and the part.json of what came before
+    where, reused = script.unpacked(part, work)
+    assert not reused and (where / "lib" / "deep" / "big.so").read_bytes() == (site / "lib" / "deep" / "big.so"
+                                                                                ).read_bytes()
+    assert (where / "lib" / "__init__.py").read_text() == "small\n"
+    assert script.check_site(part, where) == [site / "lib"]  # what its .pth file adds
+    assert script.unpacked(part, work) == (where, True)
