@@ -113,14 +113,14 @@ REGISTRY: dict[str, Backend] = {}  # filled at import by this package's modules;
 # runs the first that binds). SageAttention 2 as its sageattn dispatches, but sm86 and sm120/121 take the
 # CUDA kernel with fp32 P.V accumulation (the fp16 Triton one renders Qwen-Image black on sm86; FP8 P.V is
 # noise past ~160k tokens on sm120), as do sm87 and sm100, which its sageattn refuses. Then SageAttention 1,
-# then cuDNN's FP8 SDPA where cuDNN runs it (Hopper and datacenter Blackwell), then comfy-kitchen.
+# then cuDNN's FP8 SDPA where cuDNN runs it with a bf16 output (datacenter Blackwell), then comfy-kitchen.
 # SageAttention 3 (FP4) changes images more: only where the user picks it. After them every choice but a named
 # kernel offers the exact kernels (EXACT): torch's SDPA backends, then FlashAttention 4 and cuDNN's frontend
 # SDPA. A kernel these tables do not name is a choice of its own only.
 SAGE2_BY_ARCH = {(8, 0): "sage2_fp16_cuda", (8, 6): "sage2_fp16_cuda", (8, 7): "sage2_fp16_cuda",
                  (8, 9): "sage2_fp8_cuda", (9, 0): "sage2_fp8_sm90", (10, 0): "sage2_fp16_cuda",
                  (12, 0): "sage2_fp16_cuda", (12, 1): "sage2_fp16_cuda"}
-CUDNN_FP8_BY_ARCH = {(9, 0): ("cudnn_fe_fp8",), (10, 0): ("cudnn_fe_fp8",)}
+CUDNN_FP8_BY_ARCH = {(10, 0): ("cudnn_fe_fp8",)}  # (its half/bf16 output: datacenter Blackwell only)
 AUTO = {(7, 5): ("kitchen_int8",),
         **{arch: (sage2, "sage1_triton", *CUDNN_FP8_BY_ARCH.get(arch, ()), "kitchen_int8")
            for arch, sage2 in SAGE2_BY_ARCH.items()}}

@@ -7,14 +7,15 @@ kept) and run with a variant pack (tensors by uid) and a workspace, on the calle
 ``cudnn_fe_bf16``: ``graph.sdpa`` on fp16/bf16, an fp32 softmax, no quantising (exact); head sizes 8 to 256
 in steps of 8, sm80 and newer.
 
-``cudnn_fe_fp8``: ``graph.sdpa_fp8`` on FP8 E4M3 q, k and v (cuDNN runs it on Hopper and datacenter
-Blackwell; its support matrix lists no FP8 for consumer Blackwell). Each of q, k and v is quantised with one
-scale for the whole tensor, from its absolute maximum: the largest power of two that keeps it within
-E4M3's 448, so scaling loses nothing but the cast. Where the node's ``smooth_k`` says, k is smoothed first
-(each head's mean key subtracted, which the softmax ignores), so that an offset shared by the keys does not
-take the range one scale has (a per-block scale, SageAttention's, suffers less from it). The graph
-takes the three descales, the scale and descale of the softmax's probabilities (256: they lie in [0, 1]),
-and an output scale of 1 with the output in the call's dtype. Head sizes 16 to 256 in steps of 16.
+``cudnn_fe_fp8``: ``graph.sdpa_fp8`` on FP8 E4M3 q, k and v, the output in the call's dtype: datacenter
+Blackwell only (cuDNN builds an FP8 graph with a half or bfloat16 output there alone, and refuses it on Hopper
+with "only supported on Blackwell"; its support matrix lists no FP8 for consumer Blackwell). Each of q, k and
+v is quantised with one scale for the whole tensor, from its absolute maximum: the largest power of two that
+keeps it within E4M3's 448, so scaling loses nothing but the cast. Where the node's ``smooth_k`` says, k is
+smoothed first (each head's mean key subtracted, which the softmax ignores), so that an offset shared by the
+keys does not take the range one scale has (a per-block scale, SageAttention's, suffers less from it). The
+graph takes the three descales, the scale and descale of the softmax's probabilities (256: they lie in [0,
+1]), and an output scale of 1 with the output in the call's dtype. Head sizes 16 to 256 in steps of 16.
 
 Neither takes masks here: cuDNN adds a bias tensor, while ComfyUI also sends boolean masks; masked calls
 keep ComfyUI's attention.
@@ -232,22 +233,22 @@ def fp8_graphs(module, pygraph) -> Fp8Sdpa:
     return Fp8Sdpa(module)
 
 
-def softmax_scale(call) -> float:
-    """The call's softmax scale; cuDNN applies none unless told."""
+def softmax_scale(call, q: torch.Tensor) -> float:
+    """The call's softmax scale; cuDNN applies none unless told (the head size is q's last dimension)."""
     if call.scale is not None:
         return float(call.scale)
-    return call.head_dim ** -0.5
+    return q.shape[-1] ** -0.5
 
 
 def run(fn, q, k, v, call, layout, settings):
-    return fn(q, k, v, softmax_scale(call))
+    return fn(q, k, v, softmax_scale(call, q))
 
 
 def run_fp8(fn, q, k, v, call, layout, settings):
     """The FP8 graph on the call, k smoothed first where the settings say (softmax ignores a per-head shift)."""
     if settings.smooth_k:
         k = k - k.mean(dim=2, keepdim=True)
-    return fn(q, k, v, softmax_scale(call))
+    return fn(q, k, v, softmax_scale(call, q))
 
 
 GRAPH_PARAMS = ("io_data_type", "intermediate_data_type", "compute_data_type", "handle")
@@ -263,6 +264,6 @@ register(
     _backend("cudnn_fe_bf16", "SDPA (graph API, exact)", run=run, head_dims=frozenset(range(8, 257, 8)),
              exact=True, per_binding=half_graphs),
     _backend("cudnn_fe_fp8", "FP8 SDPA (graph API, per-tensor FP8 Q/K/V)", run=run_fp8,
-             head_dims=frozenset(range(16, 257, 16)), capabilities=frozenset({(9, 0), (10, 0), (10, 3)}),
+             head_dims=frozenset(range(16, 257, 16)), capabilities=frozenset({(10, 0), (10, 3)}),
              per_binding=fp8_graphs),
 )
