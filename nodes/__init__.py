@@ -19,15 +19,9 @@ def cuda_devices() -> list[torch.device]:
     return [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
 
 
-from .scope import SageAttentionScope, strict_inputs  # noqa: E402
+from .scope import SageAttentionScope  # noqa: E402
 from .status import SageAttentionStatus  # noqa: E402
 from .compare import SageAttentionCompare  # noqa: E402
-
-try:  # the Scope's raw inputs checked as the prompt arrives, before ComfyUI converts them
-    from server import PromptServer
-    PromptServer.instance.add_on_prompt_handler(strict_inputs)
-except (ImportError, AttributeError):  # no running server: nothing arrives
-    pass
 
 NODES = [SageAttentionScope, SageAttentionStatus, SageAttentionCompare]
 

@@ -4,14 +4,11 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
-import math
-import sys
 
 from comfy_api.latest import io
 
 from ..patches import Settings, scope_for_family
-from ..patches.settings import (BOOLEANS, FRACTIONS, MAX_SEQ_LEN, ROUTINGS, SPARSE_METHODS, WHOLE_NUMBERS,
-                                order_problem, problem)
+from ..patches.settings import FRACTIONS, MAX_SEQ_LEN, ROUTINGS, SPARSE_METHODS, order_problem, problem
 from . import cuda_devices, session
 
 log = logging.getLogger(__name__)
@@ -19,24 +16,29 @@ log = logging.getLogger(__name__)
 # Each input's help: the node's tooltips and the docs' input table (scripts/write_docs.py).
 TOOLTIPS = {
     "model": "The diffusion model to scope (from a model loader).",
-    "enabled": "Off: every call keeps SDPA; the output is identical to no node.",
-    "kernel": "auto picks the kernel for this GPU and what is installed (SageAttention 2, else 1, else "
-              "comfy-kitchen; never SageAttention 3's FP4 unless picked); or pick one by name.",
-    "min_seq_len": "0 (auto): calls with a query under 1024 or a key under 512 tokens stay on SDPA, where no "
-                   "kernel pays on any GPU, and timing per shape decides the rest. Any other number: calls whose "
-                   "query or key is shorter stay on SDPA.",
-    "first_call_check": "Compare the first call per device, dtype, head size and kernel with SDPA; a mismatch "
-                        "keeps SDPA for those calls for the session.",
+    "enabled": "Off: every call runs ComfyUI's own attention; the output is identical to no node.",
+    "kernel": "auto: every kernel installed that this GPU runs, the quantised ones for its compute capability "
+              "(SageAttention 2 and 1, comfy-kitchen INT8; SageAttention 3's FP4 only when picked by name) and "
+              "the exact ones (torch's cuDNN, flash and memory-efficient attention among them); each one's first "
+              "call of a kind is checked against ComfyUI's result. exact: the exact ones only. Or one kernel by "
+              "name.",
+    "min_seq_len": "0 (auto): calls with a query under 1024 or a key under 512 tokens keep ComfyUI's attention, "
+                   "where no kernel pays on any GPU, and timing per shape decides the rest. Any other number: calls "
+                   "whose query or key is shorter keep ComfyUI's attention.",
+    "first_call_check": "Compare the first call per device, dtype, head size, key length and kernel with ComfyUI's "
+                        "result; a mismatch keeps ComfyUI's attention for those calls for the session.",
     "smooth_k": "Subtract each head's mean key before quantising (SageAttention's smooth_k): can help with "
                 "outlier keys, hurt accuracy on Qwen-Image. Off by default.",
-    "routing": "measured: time the kernel against SDPA once per shape and keep the faster (never slower than "
-               "SDPA). always: every eligible call on the kernel.",
-    "start_percent": "Steps before this point of the schedule (0 = the first) stay on SDPA.",
-    "end_percent": "Steps after this point of the schedule (1 = the last) stay on SDPA.",
-    "first_blocks": "Blocks kept on SDPA at the start of each block type, where the model says which block is "
-                    "calling (FLUX, Chroma, HunyuanVideo, Qwen-Image). -1: the kernel's default (1 for "
-                    "SageAttention 3, else 0).",
-    "last_blocks": "Blocks kept on SDPA at the end of each block type; -1: the kernel's default.",
+    "routing": "measured: per shape, every eligible kernel is timed against ComfyUI's own attention and the "
+               "fastest kept (ComfyUI's own where it is fastest); on a GPU a whole model evaluation is then timed "
+               "with and without the Scope, which steps aside where its step is slower. always: every eligible "
+               "call on the first eligible kernel, untimed.",
+    "start_percent": "Steps before this point of the schedule (0 = the first) keep ComfyUI's attention.",
+    "end_percent": "Steps after this point of the schedule (1 = the last) keep ComfyUI's attention.",
+    "first_blocks": "Blocks kept on ComfyUI's attention at the start of each block type, where the model says "
+                    "which block is calling (FLUX, Chroma, HunyuanVideo, Qwen-Image). -1: the kernel's default "
+                    "(1 for SageAttention 3, else 0).",
+    "last_blocks": "Blocks kept on ComfyUI's attention at the end of each block type; -1: the kernel's default.",
     "sparse": "sol-attn: comfy-kitchen's training-free sparse attention (0.2.40 or newer) on long self-attention "
               "calls, where its first call of each kind stays close to dense (sparse_gate) and, under measured "
               "routing, it is faster than the fastest dense kernel. off: dense only.",
@@ -73,8 +75,8 @@ def kernel_choices() -> list[str]:
 
 
 # The choices that name a set of kernels rather than one (patches/backends AUTO_CHOICE, EXACT_CHOICE).
-CHOICE_SETS = {"exact": "torch's exact SDPA backends only (cuDNN, flash, memory-efficient), the faster per shape; "
-                        "no quantisation"}
+CHOICE_SETS = {"exact": "the exact kernels only (torch's cuDNN, flash and memory-efficient attention among them), "
+                        "the fastest per shape; no quantisation"}
 
 
 def choice_words(name: str) -> str:
@@ -89,11 +91,10 @@ def kernel_tooltip(choices: list[str]) -> str:
     kernels = [f"{name}: {choice_words(name)}" for name in choices[1:]]
     return TOOLTIPS["kernel"] + ("\n" + "\n".join(kernels) if kernels else
                                  " No kernel is usable on this machine (no CUDA GPU, or no kernel library "
-                                 "installed for it): the Scope keeps SDPA; Status says what to install.")
+                                 "installed for it): the Scope keeps ComfyUI's attention; Status says what to install.")
 
 
-# A bad value is quoted in an error to this many characters: a 5 MiB value must not make a 5 MiB answer
-# (ComfyUI quotes the value it holds in the prompt: the hook puts the cut value there).
+# A bad value is quoted in an error to this many characters: a 5 MiB value must not make a 5 MiB answer.
 QUOTED_CHARS = 60
 
 
@@ -105,127 +106,27 @@ def quoted(value) -> str:
     return text[:QUOTED_CHARS - 1] + "…"
 
 
-class _Quoted:
-    """Stands in for a bad value in ``settings.problem``'s sentence: what its repr says is the value, cut."""
-
-    def __init__(self, value):
-        self.text = quoted(value)
-
-    def __repr__(self):
-        return self.text
-
-
-class _RefusedValue(str):
-    """A raw prompt value refused for an input ComfyUI converts (BOOLEAN, INT, FLOAT): the value as
-    quoted, whose conversion fails with what is wrong. ComfyUI's /prompt then answers 400 with one
-    error under that input ("Failed to convert an input value", details "<input>, <value>,
-    <sentence>", the sentence also as its exception_message) and checks the input no further; its
-    front ends quote the value as given, never a wrapper."""
-
-    def __new__(cls, value, wrong: str):
-        refused = super().__new__(cls, quoted(value))
-        refused.wrong = wrong
-        return refused
-
-    def _refuse(self):
-        raise ValueError(self.wrong)
-
-    __int__ = __float__ = __bool__ = _refuse
+def kernel_problem(kernel) -> str | None:
+    """What is wrong with the kernel choice, or None: any choice the pack knows is valid (one this machine
+    cannot run falls back to auto when the node runs). None is a linked kernel, read when the node runs;
+    a list is a malformed link, which ComfyUI refuses itself."""
+    if kernel is None or isinstance(kernel, list):
+        return None
+    if not isinstance(kernel, str) or kernel not in session().knowledge.names():
+        return f"kernel {quoted(kernel)} is unknown; on this machine: {', '.join(kernel_choices())}"
+    return None
 
 
-class _RefusedChoice(dict):
-    """A raw prompt value refused for a combo (which ComfyUI does not convert, and 0.3.75 does not check
-    against its options): wrapped the way ComfyUI wraps a widget's value ({"__value__": value}, the value
-    cut) but failing to unwrap with what is wrong, which ComfyUI reports as it reports _RefusedValue's."""
-
-    def __init__(self, value, wrong: str):
-        super().__init__(__value__=quoted(value))
-        self.wrong = wrong
-
-    def __getitem__(self, key):
-        raise ValueError(self.wrong)
-
-    def __str__(self):
-        return dict.get(self, "__value__")
-
-    __format__ = object.__format__
-
-
-def _read(name: str, value):
-    """``value`` as the Scope reads it: ComfyUI's own wrapping of a value removed, booleans sent as
-    text and whole numbers sent as floats made what they say."""
-    if isinstance(value, dict) and "__value__" in value:
-        value = value["__value__"]
-    if name in BOOLEANS and isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    if name in WHOLE_NUMBERS and isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-def _is_number_to_range_check(name: str, value) -> bool:
-    """Whether ``value`` is a number of the kind the input takes (a whole number for an INT, a number
-    ComfyUI reads as a float other than NaN for a FLOAT), whose range ComfyUI's own min and max check:
-    their message is ComfyUI's, which its front ends show at the widget and clear once it is mended."""
-    if isinstance(value, bool):
-        return False
-    if name in WHOLE_NUMBERS:
-        return isinstance(value, int)
-    if name in FRACTIONS and isinstance(value, int):
-        return abs(value) <= sys.float_info.max  # a larger one fails ComfyUI's float(): an OverflowError
-    if name in FRACTIONS:
-        return isinstance(value, float) and not math.isnan(value)
-    return False
-
-
-def _checked(name: str, value):
-    """``value`` as the Scope reads it, or, where it is wrong in a way ComfyUI would not say (a number
-    as text, a fraction for a whole number, NaN, a boolean for a number, a routing it does not know),
-    a refusal saying what is wrong with it."""
-    value = _read(name, value)
-    if _is_number_to_range_check(name, value):
-        return value
-    # A value too long to quote whole is no valid setting: problem() reads its stand-in, cut.
-    shown = value if len(repr(value)) <= QUOTED_CHARS else _Quoted(value)
-    wrong = problem(name, shown)
-    if wrong is None:
-        return value
-    if name in BOOLEANS or name in WHOLE_NUMBERS or name in FRACTIONS:
-        return _RefusedValue(value, wrong)
-    return _RefusedChoice(value, wrong)
-
-
-def _out_of_order(start, end) -> bool:
-    """Whether the step window's start lies after its end, both numbers of its range."""
-    return problem("start_percent", start) is None and problem("end_percent", end) is None and start > end
-
-
-def strict_inputs(json_data):
-    """ComfyUI's on_prompt handler: each Scope node's raw inputs, as sent, read before ComfyUI converts
-    them; one that is wrong in a way ComfyUI's own checks would not say fails ComfyUI's validation under
-    its own name (_RefusedValue, _RefusedChoice), and so does a start_percent above end_percent. ComfyUI
-    checks the rest: a number's range (the inputs' min and max), a malformed link, the kernel (the
-    node's validate_inputs). ComfyUI's validate_inputs cannot do these: it sees the values only after
-    ComfyUI's conversion ("no" -> True, 1.5 -> 1, "12288" -> 12288), and its answer is reported under
-    every input its signature names (the kernel's, which must be named there). Never raises: a body
-    that is not a prompt is ComfyUI's to answer."""
-    prompt = json_data.get("prompt") if isinstance(json_data, dict) else None
-    if not isinstance(prompt, dict):
-        return json_data
-    for node in prompt.values():
-        inputs = node.get("inputs") if isinstance(node, dict) and node.get("class_type") == NODE_ID else None
-        if not isinstance(inputs, dict):
-            continue
-        for name, value in list(inputs.items()):
-            if name in TOOLTIPS and name not in ("model", "kernel") and not isinstance(value, list):  # a link
-                inputs[name] = _checked(name, value)
-        # A kernel sent as null: validate_inputs, which sees a linked kernel as None too, lets both pass.
-        if "kernel" in inputs and inputs["kernel"] is None:
-            inputs["kernel"] = _RefusedChoice(None, problem("kernel", None))
-        start, end = inputs.get("start_percent"), inputs.get("end_percent")
-        if _out_of_order(start, end):
-            inputs["start_percent"] = _RefusedValue(start, order_problem(start, end))
-    return json_data
+def window_problem(start_percent, end_percent) -> str | None:
+    """What is wrong with the step window, or None: each end within its range, the start not above the
+    end. ComfyUI hands each end over as a float, or as it came where it could not convert it (which it
+    refuses itself), or None where it is linked (read when the node runs): those are not this check's."""
+    if not (isinstance(start_percent, float) and isinstance(end_percent, float)):
+        return None
+    wrong = problem("start_percent", start_percent) or problem("end_percent", end_percent)
+    if wrong is None and start_percent > end_percent:
+        wrong = order_problem(start_percent, end_percent)
+    return wrong
 
 
 def advanced() -> dict:
@@ -264,7 +165,7 @@ class SageAttentionScope(io.ComfyNode):
             category="model_patches/attention",
             description=(
                 "Runs this model's eligible attention calls on a faster attention kernel while it samples. Every "
-                "other call, and everything outside sampling (text encoders, VAE), keeps PyTorch SDPA."),
+                "other call, and everything outside sampling (text encoders, VAE), keeps ComfyUI's own attention."),
             inputs=[
                 io.Model.Input("model", tooltip=TOOLTIPS["model"]),
                 io.Boolean.Input("enabled", default=d.enabled, tooltip=TOOLTIPS["enabled"]),
@@ -294,18 +195,12 @@ class SageAttentionScope(io.ComfyNode):
         )
 
     @classmethod
-    def validate_inputs(cls, kernel):
-        """The kernel, the one input checked here (ComfyUI reports the answer under every input this
-        signature names; strict_inputs and ComfyUI's own checks see to the rest): any kernel the pack
-        knows is valid, one this machine cannot run falls back to auto when the node runs. Naming it
-        here also keeps 0.33 from checking it against this machine's choices. A linked kernel (None
-        here: read when the node runs) passes, and so do a list, which ComfyUI refuses itself as a
-        malformed link, and a kernel sent as null, which strict_inputs refuses."""
-        if kernel is None or isinstance(kernel, (list, _RefusedChoice)):
-            return True
-        if not isinstance(kernel, str) or kernel not in session().knowledge.names():
-            return f"kernel {quoted(kernel)} is unknown; on this machine: {', '.join(kernel_choices())}"
-        return True
+    def validate_inputs(cls, kernel, start_percent=Settings.start_percent, end_percent=Settings.end_percent):
+        """What the declared types, ranges and options cannot say: the step window's order, and whether a
+        kernel choice the combo does not offer on this machine (a workflow saved on another) is one the
+        pack knows. ComfyUI converts each value first, then reports a refusal under every input named
+        here and checks their ranges and options no further: the window's ranges are checked here too."""
+        return kernel_problem(kernel) or window_problem(start_percent, end_percent) or True
 
     @classmethod
     def execute(cls, model, **inputs) -> io.NodeOutput:

@@ -54,11 +54,29 @@ def installed_libraries(state: Session) -> dict[str, Any]:
     return libraries
 
 
+def model_of(label: str) -> str:
+    """The model a run's label names: the label without what sets one way of sampling it apart (Scope
+    off, sparse: sampling.run_suffix)."""
+    for suffix in (sampling.SCOPE_OFF_SUFFIX, sampling.SPARSE_SUFFIX):
+        if label.endswith(suffix):
+            return label.removesuffix(suffix)
+    return label
+
+
+def taken_over(run: list[dict]) -> set[str]:
+    """The labels of this run whose Scope another Scope took over: in a chain of Scopes the last one's
+    router serves the model, so the others' records sampled nothing while one of the same model did."""
+    sampled = {model_of(record["model"]) for record in run if record["sampling_ms"]}
+    return {record["model"] for record in run if not record["sampling_ms"] and model_of(record["model"]) in sampled}
+
+
 def payload(state: Session, run_id=None) -> dict[str, Any]:
     """What the session knows and reports, as plain data: the ledger's snapshot with, per device, the
-    knowledge's checks and routing decisions. ``run``: the models of run ``run_id`` (the prompt), empty
-    where that prompt scoped none."""
+    knowledge's checks and routing decisions. ``run``: the models of run ``run_id`` (the prompt), one
+    record per model and way of sampling it (the Scope that served it), empty where that prompt scoped
+    none; ``models``: what became of each model in its latest run, less the Scopes taken over in this one."""
     reported, known = state.ledger.snapshot(run_id), state.knowledge.snapshot()
+    hidden = taken_over(reported["run"])
     empty = {"kernels": {}, "session": Tally().as_dict(), "last_generation": Tally().as_dict(), "handed": {},
              "bucket_calls": {"last": {}, "session": {}}, "route_calls": {"last": {}, "session": {}}}
     devices = {}
@@ -89,8 +107,8 @@ def payload(state: Session, run_id=None) -> dict[str, Any]:
         # override): the calls the Scope declines then run ComfyUI's default instead.
         "preferred_attention": hasattr(importlib.import_module("comfy.ldm.modules.attention"), "ComfyAttention"),
         "last_ms": reported["last_ms"],
-        "run": reported["run"],
-        "models": reported["models"],
+        "run": [record for record in reported["run"] if record["model"] not in hidden],
+        "models": [model for model in reported["models"] if model["model"] not in hidden],
         "devices": devices}
 
 

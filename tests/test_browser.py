@@ -13,8 +13,8 @@ import pytest
 
 from sas_harness import ROOT
 from sas_harness.models import TINY_LTXV
-from sas_harness.server import (TINY_MODEL, api_prompt, example_model_files, lacking, load_widgets,
-                                placeholder_failure, tiny_prompt)
+from sas_harness.server import (TINY_MODEL, api_prompt, chained_scopes_prompt, example_model_files, lacking,
+                                load_widgets, placeholder_failure, tiny_prompt)
 
 CHROMIUM = os.environ.get("SAS_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(os.environ.get("SAS_ARTIFACTS") or ROOT / ".artifacts" / "browser")
@@ -318,6 +318,13 @@ def test_tiny_graph_runs_and_the_status_node_shows_its_text(session, page):
     sync_api.expect(status).to_contain_text("model LTX-Video (LTXV): scoped", timeout=READY_MS)
     text = status.inner_text()
     assert "cpu: reference_double" in text and "This run" in text and "Session" in text
+    # The node grows to the text as the front end lays it out: its last line inside the node.
+    page.wait_for_function("""() => {
+        const node = window.app.graph._nodes.find(n => n.type === 'SageAttentionStatus');
+        const [, bottom] = window.app.canvasPosToClientPos([node.pos[0], node.pos[1] + node.size[1]]);
+        const shown = node.widgets.find(w => w.name === 'sage_status').holder.firstElementChild;
+        return shown.getBoundingClientRect().bottom <= bottom + 1;
+    }""", timeout=READY_MS)
     page.screenshot(path=str(ARTIFACTS / "status_node.png"))
 
 
@@ -341,29 +348,54 @@ WORKFLOW_WITH_JS = """([name, value]) => {
 }"""
 
 
+# What front ends say around a value ComfyUI could not convert: never around the pack's refusals.
+CONVERSION_WORDING = ("couldn't be converted", "wrong type", "Failed to convert", "__value__")
+VALIDATED = ["kernel", "start_percent", "end_percent"]  # the inputs the Scope's validate_inputs names
+
+
+def _front_end_version(page) -> tuple[int, ...]:
+    return _version(page.evaluate("() => window.__COMFYUI_FRONTEND_VERSION__"))
+
+
 @pytest.mark.parametrize("how, says", [
     ("start_percent above end_percent", "start_percent (0.8) must not be above end_percent (0.5)"),
-    ("a workflow file with min_seq_len 'abc'", "min_seq_len must be a whole number from 0 to 4194304, got 'abc'"),
-])
-def test_a_bad_value_shows_the_packs_sentence_on_the_node(session, page, server, how, says):
-    """The server refuses the prompt (one error, under the input); the front end shows the pack's
-    sentence on the node (web/js/scope.js), and nowhere a wrapper of the value."""
+    ("a workflow file with kernel 'sage9'", "kernel 'sage9' is unknown; on this machine: auto"),
+], ids=["window", "kernel"])
+def test_a_bad_value_shows_the_packs_sentence_where_the_front_end_reports_the_refusal(session, page, server, how,
+                                                                                       says):
+    """The server refuses the prompt with the pack's sentence under each input validate_inputs names; the
+    front end's own report shows the sentence and none of the wording of a value ComfyUI could not
+    convert: front end 1.32 (ComfyUI 0.3.75) in its error dialog, 1.49 (0.33) in its toast and, per
+    input, in its errors panel."""
+    page.evaluate("api => window.app.loadApiJson(api, 'sas_tiny')",
+                  tiny_prompt(seed=31, start_percent=0.8, end_percent=0.5) if how.startswith("start") else
+                  tiny_prompt(seed=31))
     if how.startswith("a workflow file"):
-        page.evaluate("api => window.app.loadApiJson(api, 'sas_tiny')", tiny_prompt(seed=31))
-        load(page, page.evaluate(WORKFLOW_WITH_JS, ["min_seq_len", "abc"]))
-    else:
-        page.evaluate("api => window.app.loadApiJson(api, 'sas_tiny')",
-                      tiny_prompt(seed=31, start_percent=0.8, end_percent=0.5))
+        load(page, page.evaluate(WORKFLOW_WITH_JS, ["kernel", "sage9"]))
     response = queue(page)
     assert response.status == 400, response.text()
-    [error] = response.json()["node_errors"]["2"]["errors"]
-    center_on(page, "SageAttentionScope")
-    shown = page.locator("[data-sage-scope-errors]")
-    sync_api.expect(shown).to_have_text(says, timeout=READY_MS)
-    assert error["extra_info"]["input_name"] in says
-    page.screenshot(path=str(ARTIFACTS / f"scope_error_{error['extra_info']['input_name']}.png"))
-    assert "__value__" not in page.inner_text("body")
-    page.keyboard.press("Escape")  # front end 1.32's error dialog
+    errors = response.json()["node_errors"]["2"]["errors"]
+    assert [error["extra_info"]["input_name"] for error in errors] == VALIDATED, errors
+    if _front_end_version(page) < (1, 49):
+        dialog = page.get_by_role("dialog").filter(has_text="Prompt execution failed")
+        for name in VALIDATED:
+            sync_api.expect(dialog).to_contain_text(f"Custom validation failed for node: {name} - {says}",
+                                                    timeout=READY_MS)
+    else:
+        toast = page.get_by_role("status").filter(has_text="Invalid input")
+        sync_api.expect(toast).to_contain_text("A node rejected one or more input values.", timeout=READY_MS)
+        toast.get_by_role("button", name="View details").click()
+        for name in VALIDATED:
+            page.get_by_role("button", name=f"Info for Sage Attention Scope - {name}").click()
+            sync_api.expect(page.get_by_text(f"Sage Attention Scope failed custom validation: {name} - {says}")
+                            ).to_be_visible(timeout=READY_MS)
+    shown = page.inner_text("body")
+    assert not [words for words in CONVERSION_WORDING if words in shown], shown
+    page.screenshot(path=str(ARTIFACTS / f"scope_refused_{'kernel' if 'kernel' in how else 'window'}.png"))
+    if _front_end_version(page) < (1, 49):
+        page.keyboard.press("Escape")  # the dialog
+    else:
+        page.get_by_role("button", name="Toggle properties panel").click()  # the errors panel
 
 
 def _scope_node_js(body: str) -> str:
@@ -413,6 +445,25 @@ def test_a_new_scope_node_shows_its_expert_inputs_only_on_request_where_comfyui_
     assert shown["values"] == len(widgets) == 16  # folded or not, every value is saved and sent
 
 
+def expect_this_run_scoped(status, absent: str) -> None:
+    """The Status node's run: the tiny model scoped, its calls on the kernel, and nothing of ``absent``."""
+    sync_api.expect(status).to_contain_text("This run:\n  model LTX-Video (LTXV): scoped\n", timeout=RUN_MS)
+    this_run = status.inner_text().split("Session")[0]
+    assert absent not in this_run and f"cpu: {TINY_LTXV['num_layers']} on the kernel" in this_run, this_run
+
+
+def test_a_chain_of_scopes_the_first_off_shows_one_line_for_the_model_in_the_status(session, page, server):
+    """The tiny model through a Scope that is off and then one that is on: the Status node says once
+    that the model was scoped, with its calls."""
+    page.evaluate("api => window.app.loadApiJson(api, 'sas_tiny')", chained_scopes_prompt(seed=34))
+    answer = queue(page).json()
+    assert "prompt_id" in answer, answer
+    server.wait_for(answer["prompt_id"], RUN_MS / 1e3)
+    center_on(page, "SageAttentionStatus")
+    expect_this_run_scoped(page.locator("[data-sage-status]"), absent="Scope off")
+    page.screenshot(path=str(ARTIFACTS / "status_chain_of_scopes.png"))
+
+
 def test_after_a_replacing_node_is_removed_the_status_says_the_scope_served_the_run(session, page, server):
     """A node after the Scope that replaces its override (as KJNodes' Patch Sage Attention does): the
     Status says so. The node removed and the graph run again (ComfyUI serves the Scope node from its
@@ -437,8 +488,5 @@ def test_after_a_replacing_node_is_removed_the_status_says_the_scope_served_the_
     cached = [node for kind, data in messages if kind == "execution_cached" for node in data["nodes"]]
     assert "2" in cached, entry["status"]  # the Scope did not run again: its note is not this run's source
     center_on(page, "SageAttentionStatus")
-    blocks = TINY_LTXV["num_layers"]
-    sync_api.expect(status).to_contain_text("This run:\n  model LTX-Video (LTXV): scoped\n", timeout=RUN_MS)
-    this_run = status.inner_text().split("Session")[0]
-    assert "replaced by" not in this_run and f"cpu: {blocks} on the kernel" in this_run, this_run
+    expect_this_run_scoped(status, absent="replaced by")
     page.screenshot(path=str(ARTIFACTS / "status_after_replacing_node_removed.png"))

@@ -1,4 +1,5 @@
-"""The supported-models page's table of each family's attention calls (scripts/write_docs.py, from sas_harness.call_sites)
+"""The supported-models page's table of each family's attention calls (scripts/write_docs.py, from
+sas_harness.call_sites)
 held against a run of each family's tiny model through the Scope on this ComfyUI: the page's lines for a model
 are those its run gives here, every call of the run is a declared kind and every declared kind a call of the run;
 and the automatic floor the table applies to a family's usual token counts is the router's, at those counts."""

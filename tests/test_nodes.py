@@ -1,13 +1,11 @@
 """The pack as ComfyUI loads it, and its two nodes."""
 import asyncio
-import json
 import logging
 
 import pytest
 import torch
 
-from sage_attention_scope.nodes.scope import (SageAttentionScope, _RefusedChoice, _RefusedValue, scoped_model,
-                                              strict_inputs)
+from sage_attention_scope.nodes.scope import SageAttentionScope, scoped_model
 from sage_attention_scope.nodes.status import SageAttentionStatus, payload, render
 from sas_harness import ROOT
 from sas_harness import host as sas_host
@@ -101,82 +99,25 @@ def test_bad_inputs_are_refused_clearly(session, name, bad):
         scoped_model(tiny_flux(), **{name: bad})
 
 
-@pytest.mark.parametrize("body", [[], None, "x", 42, 1.5, {}, {"prompt": ["x"]}, {"prompt": "x"}, {"prompt": None},
-                                  {"prompt": {"2": None}}, {"prompt": {"2": ["x"]}}, {"prompt": {"2": {}}},
-                                  {"prompt": {"2": {"class_type": "SageAttentionScope", "inputs": ["x"]}}},
-                                  {"prompt": {"2": {"class_type": "SageAttentionScope", "inputs": None}}}],
-                         ids=repr)
-def test_the_prompt_hook_hands_back_what_is_no_prompt_unchanged(body):
-    assert strict_inputs(body) is body
-
-
-def _run_hook(**inputs) -> dict:
-    strict_inputs({"prompt": {"2": {"class_type": "SageAttentionScope", "inputs": inputs}}})
-    return inputs
-
-
-def _refusals(inputs: dict) -> dict:
-    return {name: value.wrong for name, value in inputs.items() if isinstance(value, (_RefusedValue, _RefusedChoice))}
-
-
-def test_the_prompt_hook_reads_or_refuses_each_raw_input():
-    """What ComfyUI would convert silently or fail to convert with Python's words is refused with the
-    pack's sentence; a number of the input's kind is left to ComfyUI's own min and max."""
-    inputs = _run_hook(model=["1", 0], enabled="TRUE", kernel="anything", min_seq_len=10 ** 400,
-                       first_call_check={"__value__": "false"}, smooth_k="no", routing="nope",
-                       start_percent=float("nan"), end_percent=1, first_blocks=2.0, last_blocks=[3, 0], other="kept")
-    assert _refusals(inputs) == {"smooth_k": "smooth_k must be true or false, got 'no'",
-                                 "routing": "routing must be one of measured, always, got 'nope'",
-                                 "start_percent": "start_percent must be a number from 0.0 to 1.0, got nan"}
-    assert {k: v for k, v in inputs.items() if k not in _refusals(inputs)} == {
-        "model": ["1", 0], "enabled": True, "kernel": "anything", "min_seq_len": 10 ** 400, "first_call_check": False,
-        "end_percent": 1, "first_blocks": 2, "last_blocks": [3, 0], "other": "kept"}
-    # ComfyUI's conversion of each refusal fails with the sentence (a combo's, which it does not convert,
-    # when it unwraps the value); what it quotes of the value is the value, never a wrapper where it converts
-    with pytest.raises(ValueError, match="^smooth_k must be true or false, got 'no'$"):
-        bool(inputs["smooth_k"])
-    with pytest.raises(ValueError, match="^start_percent must be a number"):
-        float(inputs["start_percent"])
-    with pytest.raises(ValueError, match="^routing must be one of"):
-        inputs["routing"]["__value__"]
-    assert f"{inputs['smooth_k']}" == "'no'" and json.loads(json.dumps(inputs["smooth_k"])) == "'no'"
-    assert f"{inputs['routing']}" == "'nope'"
-
-
-def test_the_prompt_hook_refuses_a_step_window_that_ends_before_it_starts():
-    assert _refusals(_run_hook(start_percent=0.8, end_percent=0.5)) == {
-        "start_percent": "start_percent (0.8) must not be above end_percent (0.5)"}
-    with pytest.raises(ValueError, match=r"^start_percent \(0.8\) must not be above"):
-        int(_run_hook(start_percent=0.8, end_percent=0.5)["start_percent"])
-    # a start outside its range is ComfyUI's max to say, once; so is an end there
-    assert _refusals(_run_hook(start_percent=1.5, end_percent=0.5)) == {}
-    assert _refusals(_run_hook(start_percent=0.5, end_percent=-0.5)) == {}
-    assert _refusals(_run_hook(start_percent=0.5, end_percent=0.5)) == {}
-
-
-def test_the_prompt_hook_cuts_a_long_bad_value_to_a_readable_length():
-    huge = "x" * (5 << 20)
-    inputs = _run_hook(routing=huge, min_seq_len=huge, kernel=None)
-    refusals = _refusals(inputs)
-    assert set(refusals) == {"routing", "min_seq_len", "kernel"}
-    assert refusals["routing"] == f"routing must be one of measured, always, got '{'x' * 58}…"
-    assert all(len(text) < 200 for text in refusals.values()), refusals
-    assert len(str(inputs["routing"])) == len(str(inputs["min_seq_len"])) == 60
-    assert refusals["kernel"] == "kernel must be 'auto' or a kernel name, got None"  # a linked kernel passes
-
-
-def test_the_node_validates_only_the_kernel_and_lets_what_comfyui_refuses_pass(session):
+def test_the_node_validates_the_kernel_and_the_step_window(session):
     """A kernel of another machine is valid (auto replaces it when the node runs); an unknown one is
-    named, cut; a linked one (None while ComfyUI validates), a malformed link (a list, which ComfyUI
-    refuses itself) and a kernel the prompt hook refused say nothing more."""
+    named, cut; a linked one (None while ComfyUI validates) and a malformed link (a list, which ComfyUI
+    refuses itself) pass. The window: each end in its range (ComfyUI checks no range of an input its
+    validate_inputs names), the start not above the end; a linked end, or one ComfyUI could not convert
+    to a float, is not this check's."""
     other_machine = next(n for n in session.knowledge.names() if n not in SageAttentionScope.define_schema().inputs[2]
                          .options)
-    assert SageAttentionScope.validate_inputs(kernel=other_machine) is True
-    assert SageAttentionScope.validate_inputs(kernel="nope") == "kernel 'nope' is unknown; on this machine: auto"
-    assert SageAttentionScope.validate_inputs(kernel="y" * 10_000) == (
-        f"kernel '{'y' * 58}… is unknown; on this machine: auto")
-    refused = _run_hook(kernel=None)["kernel"]
-    assert all(SageAttentionScope.validate_inputs(kernel=k) is True for k in (None, ["auto"], refused))
+    validate = SageAttentionScope.validate_inputs
+    assert validate(kernel=other_machine) is True and validate(kernel="auto", start_percent=0.5, end_percent=0.5)
+    assert validate(kernel="nope") == "kernel 'nope' is unknown; on this machine: auto"
+    assert validate(kernel="y" * 10_000) == f"kernel '{'y' * 58}… is unknown; on this machine: auto"
+    assert all(validate(kernel=k) is True for k in (None, ["auto"]))
+    assert validate(kernel="auto", start_percent=0.8, end_percent=0.5) == (
+        "start_percent (0.8) must not be above end_percent (0.5)")
+    assert validate(kernel="auto", start_percent=1.5) == "start_percent must be a number from 0.0 to 1.0, got 1.5"
+    assert validate(kernel="auto", end_percent=float("nan")) == "end_percent must be a number from 0.0 to 1.0, got nan"
+    assert validate(kernel=None, start_percent=0.8, end_percent=None) is True
+    assert validate(kernel="auto", start_percent="abc") is True  # what ComfyUI could not convert, it refuses
 
 
 def test_a_model_that_is_not_a_diffusion_model_is_refused_clearly(session):
@@ -229,6 +170,23 @@ def test_status_tells_this_run_from_the_session(session):
     SageAttentionStatus.execute(after=None, reset_counters=True)
     after = payload(session, "second")
     assert after["run"] == [] and after["models"] == [] and after["devices"][DEVICE]["session"]["sage"] == 0
+
+
+def test_a_chain_of_scopes_the_first_off_shows_one_line_for_the_model(session):
+    """Two Scopes in a row, the first off: the second's router serves the model (it replaces the first's),
+    and Status says that once, for the run and for the session."""
+    from comfy_execution.utils import CurrentNodeContext
+    with registered(session, make_kernel("double", RecordingKernel())):
+        with CurrentNodeContext("chain", "3"):
+            off = scoped_model(tiny_flux(), enabled=False)
+            sample(scoped_model(off, kernel="double", min_seq_len=1), flux_conditioning())
+        shown = _status_in("chain")
+    text, snap = shown.result[0], shown.ui["sage_attention_status"][0]
+    this_run = text.split("\n\n")[1].splitlines()
+    assert this_run[:2] == ["This run:", "  model FLUX.1 (Flux): scoped"], text
+    assert this_run[3] == f"    {DEVICE}: 2 on the kernel, 0 on SDPA" and len(this_run) == 4, text
+    assert "Scope off" not in text
+    assert [m["model"] for m in snap["run"]] == [m["model"] for m in snap["models"]] == ["FLUX.1 (Flux)"]
 
 
 def test_the_status_text_after_a_passed_through_run_and_after_two_kernel_choices(session):
@@ -297,7 +255,7 @@ def test_the_kernel_input_names_each_kernel_offered_in_words(session):
     tooltip = kernel_tooltip(["auto", "sage2_fp8_sm90", "kitchen_int8"])
     assert "sage2_fp8_sm90: SageAttention 2 (INT8 Q·K, FP8 P·V, Hopper)" in tooltip.splitlines()
     assert "kitchen_int8: comfy-kitchen INT8 (Q·K and P·V in INT8)" in tooltip.splitlines()
-    assert "exact: torch's exact SDPA backends only" in kernel_tooltip(["auto", "exact", "sdpa_cudnn"])  # a set
+    assert "exact: the exact kernels only" in kernel_tooltip(["auto", "exact", "sdpa_cudnn"])  # a set
     schema = SageAttentionScope.define_schema()  # on this CPU machine: auto alone, and why
     kernel = next(i for i in schema.inputs if i.id == "kernel")
     assert kernel.options == ["auto"] and "No kernel is usable on this machine" in kernel.tooltip

@@ -7,8 +7,9 @@ import pytest
 
 from sage_attention_scope.patches import Reason
 from sas_harness.models import TINY_LTXV
-from sas_harness.server import (DYNAMIC_COMBO, FRONTEND_ONLY, WORKFLOWS, api_prompt, example_model_files, lacking,
-                                load_widgets, ordered_inputs, placeholder_failure, tiny_prompt)
+from sas_harness.server import (DYNAMIC_COMBO, FRONTEND_ONLY, WORKFLOWS, api_prompt, chained_scopes_prompt,
+                                example_model_files, lacking, load_widgets, ordered_inputs, placeholder_failure,
+                                tiny_prompt)
 
 
 def test_object_info_lists_the_nodes_with_their_inputs(session, server):
@@ -83,70 +84,96 @@ def test_a_step_window_through_the_server(server):
 
 
 NAN, INF = float("nan"), float("inf")
-CONVERTED = ("enabled", "first_call_check", "smooth_k", "min_seq_len", "start_percent", "end_percent", "first_blocks",
-             "last_blocks")  # the inputs ComfyUI converts (BOOLEAN, INT, FLOAT), whose value its front ends quote
+# The inputs the Scope's validate_inputs names: ComfyUI reports its refusal under each of them.
+VALIDATED = ["kernel", "start_percent", "end_percent"]
 
 
-@pytest.mark.parametrize("name, value, says", [
-    ("enabled", 3, "enabled must be true or false, got 3"),
-    ("enabled", None, "enabled must be true or false, got None"),
-    ("enabled", "maybe", "enabled must be true or false, got 'maybe'"),
-    ("enabled", "no", "enabled must be true or false, got 'no'"),
-    ("first_call_check", 0, "first_call_check must be true or false, got 0"),
-    ("smooth_k", {"__value__": "yes"}, "smooth_k must be true or false, got 'yes'"),
-    ("kernel", "nope", "kernel 'nope' is unknown; on this machine: auto"),
-    ("kernel", 7, "kernel 7 is unknown; on this machine: auto"),
-    ("kernel", None, "kernel must be 'auto' or a kernel name, got None"),
-    ("kernel", ["auto"], "Bad linked input, must be a length-2 list of [node_id, slot_index]"),  # ComfyUI's own
-    ("routing", "nope", "routing must be one of measured, always, got 'nope'"),
-    ("routing", None, "routing must be one of measured, always, got None"),
-    ("min_seq_len", "12288", "min_seq_len must be a whole number from 0 to 4194304, got '12288'"),
-    ("min_seq_len", "abc", "min_seq_len must be a whole number from 0 to 4194304, got 'abc'"),
-    ("min_seq_len", 1.5, "min_seq_len must be a whole number from 0 to 4194304, got 1.5"),
-    ("min_seq_len", NAN, "min_seq_len must be a whole number from 0 to 4194304, got nan"),
-    ("start_percent", "0.2", "start_percent must be a number from 0.0 to 1.0, got '0.2'"),
-    ("start_percent", NAN, "start_percent must be a number from 0.0 to 1.0, got nan"),
-    ("end_percent", NAN, "end_percent must be a number from 0.0 to 1.0, got nan"),
-    ("start_percent", 0.9, "start_percent (0.9) must not be above end_percent (0.5)"),  # end_percent 0.5
-    ("first_blocks", True, "first_blocks must be a whole number from -1 to 1000, got True"),
-    # A number outside its range: ComfyUI's own min and max say it (its front ends show it at the widget)
-    ("min_seq_len", -1, "Value -1 smaller than min of 0"),
-    ("start_percent", -INF, "Value -inf smaller than min of 0.0"),
-    ("end_percent", INF, "Value inf bigger than max of 1.0"),
-    ("end_percent", 1.5, "Value 1.5 bigger than max of 1.0"),
-    ("last_blocks", 1001, "Value 1001 bigger than max of 1000"),
-], ids=lambda v: repr(v) if isinstance(v, float) else None)
-def test_each_bad_input_is_refused_by_prompt_once_under_its_own_name(server, name, value, says):
-    """One error per bad value, under its own input, its sentence once: naming the value and what is
-    allowed, in place of Python's conversion message; nothing that fails only when the prompt runs.
-    Where ComfyUI converts the input, the value it quotes is the value, never a wrapper of it."""
+def _refusal(server, name, value) -> list[dict]:
+    """The Scope's errors in /prompt's answer to the tiny prompt (end_percent 0.5) with ``name`` set to
+    ``value``: a 400 for that node alone, a few KB at most, and a few KB more in the server's log
+    (ComfyUI logs each error)."""
     prompt = tiny_prompt(seed=21, end_percent=0.5)
     prompt["2"]["inputs"][name] = value
-    status, body = server.post_raw("/prompt", {"prompt": prompt})
-    assert status == 400, body
-    assert list(body["node_errors"]) == ["2"] and body["node_errors"]["2"]["class_type"] == "SageAttentionScope"
-    [error] = body["node_errors"]["2"]["errors"]
-    assert error["extra_info"]["input_name"] == name, error
-    text = error["message"] + " " + error["details"]
-    assert text.count(says) == 1 and "invalid literal" not in text and "could not convert" not in text, error
-    if name in CONVERTED:
-        assert "__value__" not in json.dumps(error["extra_info"].get("received_value")), error
-    assert server.get("/system_stats")  # and the server keeps serving
-
-
-@pytest.mark.parametrize("name", ["routing", "min_seq_len", "enabled", "kernel"])
-def test_a_huge_bad_value_is_quoted_cut_in_the_answer_and_the_log(server, name):
-    """A 5 MiB value: a 400 of a few KB, a few KB more in the server's log (ComfyUI logs each error)."""
-    prompt = tiny_prompt(seed=23)
-    prompt["2"]["inputs"][name] = "x" * (5 << 20)
     start = server.log_size()
     status, body = server.post_raw("/prompt", {"prompt": prompt})
     assert status == 400, str(body)[:2000]
-    [error] = body["node_errors"]["2"]["errors"]
-    assert error["extra_info"]["input_name"] == name and "xxxxx…" in error["details"], error
-    assert len(json.dumps(body)) < 10_000
-    server.get("/system_stats")  # the log has the whole answer once the server answers again
+    assert len(json.dumps(body)) < 10_000, str(body)[:2000]
+    assert list(body["node_errors"]) == ["2"] and body["node_errors"]["2"]["class_type"] == "SageAttentionScope"
+    assert server.get("/system_stats")  # the server keeps serving; the log has the whole answer once it answers
     assert server.log_size() - start < 10_000, server.log_since(start)[:3000]
+    return body["node_errors"]["2"]["errors"]
+
+
+@pytest.mark.parametrize("name, value, says", [
+    ("kernel", "nope", "kernel 'nope' is unknown; on this machine: auto"),
+    ("kernel", 7, "kernel 7 is unknown; on this machine: auto"),
+    ("kernel", "x" * (5 << 20), f"kernel '{'x' * 58}… is unknown; on this machine: auto"),
+    ("start_percent", 0.9, "start_percent (0.9) must not be above end_percent (0.5)"),
+    ("start_percent", "0.9", "start_percent (0.9) must not be above end_percent (0.5)"),  # ComfyUI converts it
+    ("start_percent", NAN, "start_percent must be a number from 0.0 to 1.0, got nan"),
+    ("end_percent", NAN, "end_percent must be a number from 0.0 to 1.0, got nan"),
+    ("start_percent", -INF, "start_percent must be a number from 0.0 to 1.0, got -inf"),
+    ("end_percent", 1.5, "end_percent must be a number from 0.0 to 1.0, got 1.5"),
+], ids=lambda v: repr(v)[:20] if isinstance(v, (float, str)) else None)
+def test_what_spans_inputs_is_refused_by_prompt_with_the_packs_sentence(server, name, value, says):
+    """The kernel and the step window (the node's validate_inputs): a 400 with the pack's sentence, which
+    ComfyUI reports under each input validate_inputs names, never with Python's conversion message."""
+    errors = _refusal(server, name, value)
+    assert [error["extra_info"]["input_name"] for error in errors] == VALIDATED, errors
+    assert all(error["type"] == "custom_validation_failed" for error in errors), errors
+    assert [error["details"] for error in errors] == [f"{input_name} - {says}" for input_name in VALIDATED]
+
+
+@pytest.mark.parametrize("name, value, says", [
+    ("min_seq_len", -1, "Value -1 smaller than min of 0"),
+    ("min_seq_len", 10 ** 400, f"Value {10 ** 400} bigger than max of 4194304"),
+    ("first_blocks", -2, "Value -2 smaller than min of -1"),
+    ("last_blocks", 1001, "Value 1001 bigger than max of 1000"),
+    ("sparse_tau", 5.0, "Value 5.0 bigger than max of 4.0"),
+])
+def test_a_number_outside_its_declared_range_is_refused_by_comfyui_under_its_input(server, name, value, says):
+    """The inputs validate_inputs does not name keep ComfyUI's own checks of the declared range."""
+    [error] = _refusal(server, name, value)
+    assert error["extra_info"]["input_name"] == name and error["message"] == says, error
+
+
+@pytest.mark.parametrize("name, value", [("min_seq_len", "abc"), ("min_seq_len", NAN), ("start_percent", "abc")])
+def test_a_value_comfyui_cannot_convert_is_refused_by_comfyui_under_its_input(server, name, value):
+    """What ComfyUI cannot convert to the declared type it refuses itself, as for any of its own nodes."""
+    [error] = _refusal(server, name, value)
+    assert error["extra_info"]["input_name"] == name and error["type"] == "invalid_input_type", error
+
+
+def test_values_comfyui_converts_run_as_comfyui_converts_them(server):
+    """Text for a number, a whole number for a fraction, a wrapped boolean: taken as ComfyUI's own nodes
+    take them ("false" is a non-empty string, so true: the Scope runs)."""
+    prompt = tiny_prompt(seed=24)
+    prompt["2"]["inputs"].update(enabled="false", min_seq_len="1", first_call_check={"__value__": 1},
+                                 start_percent="0", end_percent=1)
+    entry = server.run_prompt(prompt)
+    assert entry["status"]["status_str"] == "success", entry["status"]
+    counts = entry["outputs"]["6"]["sage_attention_status"][0]["run"][0]["devices"]["cpu"]
+    assert counts["sage"] == TINY_LTXV["num_layers"], counts
+
+
+@pytest.mark.parametrize("name, value, says", [
+    ("routing", "nope", "routing must be one of measured, always, got 'nope'"),
+    ("kernel", None, "kernel must be 'auto' or a kernel name, got None"),
+])
+def test_a_value_no_check_before_the_run_refuses_fails_the_node_with_the_packs_sentence(server, name, value, says):
+    """ComfyUI 0.3.75 checks no option of a V3 combo, and no node can tell a kernel sent as null from a
+    linked one while ComfyUI validates: the node refuses the value when it runs. ComfyUI 0.33 refuses
+    a routing it does not offer itself."""
+    prompt = tiny_prompt(seed=25)
+    prompt["2"]["inputs"][name] = value
+    status, body = server.post_raw("/prompt", {"prompt": prompt})
+    if status == 400:
+        [error] = body["node_errors"]["2"]["errors"]
+        assert error["type"] == "value_not_in_list" and error["extra_info"]["input_name"] == name, error
+        return
+    entry = server.wait_for(body["prompt_id"])
+    [failure] = [data for kind, data in entry["status"]["messages"] if kind == "execution_error"]
+    assert failure["node_id"] == "2" and failure["exception_message"].strip() == says, failure
 
 
 # What ComfyUI 0.3.75 and 0.33 answer to each without the pack: a body that is no dict fails
@@ -166,14 +193,16 @@ def test_a_malformed_body_leaves_no_traceback_of_the_pack(server, body):
     assert "on_prompt_handler" not in log and "sage_attention_scope" not in log, log
 
 
-@pytest.mark.parametrize("value, sampled", [("false", 0), ("TRUE", 2)])
-def test_booleans_sent_as_text_are_read_as_what_they_say(server, value, sampled):
-    prompt = tiny_prompt(seed=22 + sampled)
-    prompt["2"]["inputs"]["enabled"] = value
-    entry = server.run_prompt(prompt)
+def test_a_chain_of_scopes_the_first_off_shows_one_line_for_the_model(server):
+    """The tiny model through a Scope that is off and then one that is on: the second serves the run,
+    and the Status says so once."""
+    entry = server.run_prompt(chained_scopes_prompt(seed=26))
     assert entry["status"]["status_str"] == "success", entry["status"]
-    counts = entry["outputs"]["6"]["sage_attention_status"][0]["run"][0]["devices"]["cpu"]
-    assert counts["sage"] == sampled * TINY_LTXV["num_layers"] // 2 and (sampled or counts["sdpa"].get("disabled"))
+    text = entry["outputs"]["6"]["text"][0]
+    this_run = text.split("\n\nSession")[0].split("This run:\n")[1].splitlines()
+    blocks = TINY_LTXV["num_layers"]
+    assert this_run[0] == "  model LTX-Video (LTXV): scoped" and this_run[2] == f"    cpu: {blocks} on the kernel, " \
+        f"{blocks} on SDPA" and "Scope off" not in text, text
 
 
 def test_auto_on_a_cpu_server_passes_through_and_says_why(session, server):

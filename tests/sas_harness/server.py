@@ -274,6 +274,15 @@ def tiny_prompt(kernel="reference_double", routing="always", seed=0, steps=1, **
     return prompt
 
 
+def chained_scopes_prompt(seed=0) -> dict:
+    """tiny_prompt with a second Scope (node 7, on) between the first (off) and the sampler."""
+    prompt = tiny_prompt(seed=seed)
+    prompt["7"] = {"class_type": "SageAttentionScope", "inputs": {**prompt["2"]["inputs"], "model": ["2", 0]}}
+    prompt["2"]["inputs"]["enabled"] = False
+    prompt["5"]["inputs"]["model"] = ["7", 0]
+    return prompt
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

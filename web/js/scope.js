@@ -1,12 +1,8 @@
-// The Sage Attention Scope node in the front end: what the server refused in its inputs when the
-// prompt was queued, shown on the node (the pack's sentence for each bad value, which nodes/scope.py
-// words, or ComfyUI's own message for a number outside its range: front end 1.49's toast and errors
-// panel quote only the value and its type for a value ComfyUI could not convert, never why); and its
-// expert inputs folded away on the canvas, as 1.49 folds them in its Vue nodes.
+// The Sage Attention Scope node on the canvas: its expert inputs folded away until asked for, as the
+// front end's Vue nodes fold advanced inputs, and unfolded where the server refused one of them.
 import { app } from "../../scripts/app.js";
 
 const NODE_ID = "SageAttentionScope";
-const WIDGET_NAME = "sage_scope_errors";
 
 // The last queued prompt's errors per node id: front end 1.49 hands them to extensions through the
 // extension manager; 1.32 has only the app's getter (deprecated in 1.49).
@@ -16,35 +12,10 @@ function lastNodeErrors() {
   return app.lastNodeErrors;
 }
 
-function nodeErrors(node) {
-  return lastNodeErrors()?.[node.id]?.errors ?? [];
-}
-
-// One line per error: the refusal's sentence where the server gave one (a value it could not
-// convert: the pack's refusal), else ComfyUI's message and what it names.
-function errorLine(error) {
-  const sentence = error.extra_info?.exception_message;
-  if (sentence) return sentence;
-  return `${error.message}: ${error.details}`;
-}
-
 function fitContent(node) {
   const [width, height] = node.computeSize();
   node.setSize([Math.max(node.size[0], width), height]);
   app.graph?.setDirtyCanvas(true, true);
-}
-
-function errorsWidget(node) {
-  const found = node.widgets?.find((w) => w.name === WIDGET_NAME);
-  if (found) return found;
-  const holder = document.createElement("div");
-  holder.style.cssText = "font:12px sans-serif;color:#ff8080;white-space:pre-wrap;padding:2px 4px;line-height:1.35";
-  holder.dataset.sageScopeErrors = ""; // data-sage-scope-errors: what a browser test looks for
-  const widget = node.addDOMWidget(WIDGET_NAME, "sage_scope_errors", holder, {
-    serialize: false, hideOnZoom: false, getMinHeight: () => holder.scrollHeight,
-  });
-  widget.holder = holder;
-  return widget;
 }
 
 // Front end 1.49 marks the inputs the server calls advanced (0.33's advanced=True) in each widget's
@@ -68,22 +39,15 @@ function foldExpertInputs(node) {
   fitContent(node);
 }
 
-// Called whenever the canvas draws the node: the errors change when a prompt is queued, and the
-// front ends redraw the canvas then. A refused expert input is unfolded, so that it can be mended.
-function showErrors(node) {
-  const errors = nodeErrors(node);
-  const shown = errors.map(errorLine).join("\n");
-  if (shown === (node.sageShownErrors ?? "")) return;
-  node.sageShownErrors = shown;
-  const widget = errorsWidget(node);
-  widget.holder.replaceChildren(...errors.map((error) => {
-    const row = document.createElement("div");
-    row.textContent = errorLine(error);
-    return row;
-  }));
+// Called whenever the canvas draws the node (the front ends redraw it when a prompt is refused): an
+// expert input the last refusal names is unfolded once, so that the error ComfyUI marks on it can be
+// seen and mended.
+function unfoldRefusedExpertInputs(node) {
+  const errors = lastNodeErrors()?.[node.id]?.errors;
+  if (!errors || errors === node.sageUnfoldedFor) return;
+  node.sageUnfoldedFor = errors;
   const refused = new Set(errors.map((error) => error.extra_info?.input_name));
   if (!node.showAdvanced && expertWidgets(node).some((w) => refused.has(w.name))) node.toggleAdvanced();
-  requestAnimationFrame(() => fitContent(node)); // once the lines are laid out: their height is known
 }
 
 app.registerExtension({
@@ -110,7 +74,7 @@ app.registerExtension({
     const onDrawForeground = nodeType.prototype.onDrawForeground;
     nodeType.prototype.onDrawForeground = function () {
       onDrawForeground?.apply(this, arguments);
-      showErrors(this);
+      unfoldRefusedExpertInputs(this);
     };
   },
 });

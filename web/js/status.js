@@ -13,6 +13,12 @@ export function statusElement(text) {
   return root;
 }
 
+function fitContent(node) {
+  const [width, height] = node.computeSize();
+  node.setSize([Math.max(node.size[0], width, 440), Math.max(height, 80)]);
+  app.graph?.setDirtyCanvas(true, true);
+}
+
 app.registerExtension({
   name: "SageAttentionScope.Status",
   async beforeRegisterNodeDef(nodeType, nodeData) {
@@ -30,11 +36,15 @@ app.registerExtension({
           serialize: false, hideOnZoom: false, getMinHeight: () => holder.scrollHeight + 8,
         });
         widget.holder = holder;
+        // The text's height is known once the front end lays it out, which may be after this call (a
+        // graph not drawn yet): the node grows whenever it changes.
+        widget.textSize = new ResizeObserver(() => fitContent(this));
       }
-      widget.holder.replaceChildren(statusElement(text));
-      const [width, height] = this.computeSize();
-      this.setSize([Math.max(this.size[0], width, 440), Math.max(height, 80)]);
-      app.graph?.setDirtyCanvas(true, true);
+      const shown = statusElement(text);
+      widget.holder.replaceChildren(shown);
+      widget.textSize.disconnect();
+      widget.textSize.observe(shown);
+      fitContent(this);
     };
   },
 });
