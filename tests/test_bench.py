@@ -354,13 +354,7 @@ def test_a_part_carried_as_its_part_json_alone_uses_an_earlier_unpack_on_that_ma
 def test_a_comfyui_that_requires_comfy_kitchen_gets_the_kitchen_part_on_its_path(tmp_path):
     """ComfyUI 0.33 imports comfy_kitchen unguarded (its requirements.txt pins it): every kernel set run
     on it carries the kitchen part, as a user's install has it."""
-    spec = importlib.util.spec_from_file_location("gpu_run_script", ROOT / "scripts" / "gpu_run.py")
-    script = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = script  # its dataclasses look their module up
-    try:
-        spec.loader.exec_module(script)
-    finally:
-        del sys.modules[spec.name]
+    script = gpu_run_script()
     (tmp_path / "requirements.txt").write_text("torch\ncomfy-kitchen==0.2.31\nsimpleeval>=1.0\n")
     assert script.sites_required_by(tmp_path) == ["kitchen"]
     (tmp_path / "requirements.txt").write_text("torch\ncomfy-kitchen-extra\n")

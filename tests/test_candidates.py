@@ -431,28 +431,11 @@ def test_kernels_that_win_the_step_keep_it_and_the_trial_costs_one_evaluation():
     assert "5.0 ms with the Scope, 9.0 ms without -> the Scope's routes" in render(payload(session))
 
 
-class StepTimes:
-    """A step clock for the step trial that times on any device (the CPU too) and returns the given times in
-    turn for each arm, as a noisy small model's steps come; each evaluation is run."""
-
-    def __init__(self, scope_ms: list[float], comfy_ms: list[float]):
-        self.ms = {"scope": list(scope_ms), "comfy": list(comfy_ms)}
-        self.timed: list[str] = []
-
-    @staticmethod
-    def times(device) -> bool:
-        return True
-
-    def __call__(self, arm, run, device):
-        self.timed.append(arm)
-        return run(), self.ms[arm].pop(0)
-
-
 def test_a_close_step_is_judged_on_the_medians_of_several_pairs():
     """Where the first pair is close, one sample of each says little (a small model's step varies by more than
     the margin): the trial takes its pairs in turns, and the medians decide. Here the one fast outlier of the
     Scope's side would have kept the Scope; the medians say ComfyUI's attention (the Scope steps aside)."""
-    steps = StepTimes(scope_ms=[50.0, 8.0, 10.0, 10.2], comfy_ms=[9.0, 9.9, 9.8])
+    steps = doubles.FakeStepClock(scope_ms=[50.0, 8.0, 10.0, 10.2], comfy_ms=[9.0, 9.9, 9.8])
     session = machine(FakeClock(1.0, 2.0), step_clock=steps)
     _, scoped = scoped_flux(session)
     seen = _reached_router(scoped, 8)

@@ -342,9 +342,10 @@ class FakeClock:
 
 class FakeStepClock:
     """A step clock for the step trial that times on any device (the CPU too): an evaluation with the Scope
-    takes ``scope_ms``, one without it ``comfy_ms``; each is run."""
+    takes ``scope_ms``, one without it ``comfy_ms``; each is run. A list gives each arm's times in turn, as a
+    noisy small model's steps come."""
 
-    def __init__(self, scope_ms: float, comfy_ms: float):
+    def __init__(self, scope_ms: float | list[float], comfy_ms: float | list[float]):
         self.ms = {"scope": scope_ms, "comfy": comfy_ms}
         self.timed: list[str] = []
 
@@ -354,7 +355,8 @@ class FakeStepClock:
 
     def __call__(self, arm, run, device):
         self.timed.append(arm)
-        return run(), self.ms[arm]
+        ms = self.ms[arm]
+        return run(), ms.pop(0) if isinstance(ms, list) else ms
 
 
 def torch_sdpa_module(calls: list | None = None, behave=None):
