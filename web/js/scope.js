@@ -18,12 +18,11 @@ function fitContent(node) {
   app.graph?.setDirtyCanvas(true, true);
 }
 
-// Front end 1.49 marks the inputs the server calls advanced (0.33's advanced=True) in each widget's
-// options; its Vue nodes and side panel fold them, its canvas does not (it lays a widget out unless the
-// widget is hidden). On the canvas the Scope's expert inputs are hidden while the node's "Show
-// Advanced" (its menu) is off, unless the user asked for every advanced widget always
-// ("Comfy.Node.AlwaysShowAdvancedWidgets"). Front end 1.32 (ComfyUI 0.3.75) marks none: nothing
-// changes there.
+// A front end that marks the inputs the server calls advanced (in each widget's options) folds them in
+// its Vue nodes and side panel, but its canvas lays a widget out unless the widget is hidden. On the
+// canvas the Scope's expert inputs are hidden while the node's "Show Advanced" (its menu) is off, unless
+// the user asked for every advanced widget always ("Comfy.Node.AlwaysShowAdvancedWidgets"). A front end
+// that marks none (w.options.advanced unset) changes nothing.
 function expertWidgets(node) {
   if (app.extensionManager?.setting?.get("Comfy.Node.AlwaysShowAdvancedWidgets")) return [];
   return (node.widgets ?? []).filter((w) => w.options?.advanced);
