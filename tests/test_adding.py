@@ -1,7 +1,8 @@
-"""Adding a kernel as docs/design.md says: a module of its own in patches/backends/ that declares and registers
-it is picked up with no other file touched; ``auto`` and ``exact`` offer it where the AUTO/EXACT tables in
-patches/backends/__init__.py name it. Done on a copy of the pack, imported in a process of its own as the
-suite imports the pack (``SAS_PACK_ROOT``), with a machine whose library of the new kernel is a double."""
+"""Adding a kernel and a model family as docs/design.md says. A module of its own in patches/backends/ that
+declares and registers a kernel is picked up with no other file touched; ``auto`` and ``exact`` offer it where
+the AUTO/EXACT tables in patches/backends/__init__.py name it. A module of its own in patches/families/ that
+declares a family is picked up the same way. Done on a copy of the pack, imported in a process of its own as
+the suite imports the pack (``SAS_PACK_ROOT``), with a machine whose library of the new kernel is a double."""
 from __future__ import annotations
 
 import json
@@ -33,6 +34,17 @@ register(Backend(name="toy", label="Toy attention (exact)", library="Toy kernels
                  function="toy_attention", params=("scale",), run=run, head_dims=frozenset(range(1, 257)),
                  dtypes=HALF | {torch.float32}, layouts=frozenset({"HND"}), exact=True))
 '''
+
+# The new family: SSD-1B, a subclass of SDXL's config that SDXL's family serves today (through its config's
+# class hierarchy), declared as a family of its own.
+NEW_FAMILY = '''\
+"""SSD-1B declared apart from SDXL: the same UNet."""
+from . import Family, register
+
+SSD1B = register(Family(name="Toy SSD-1B", config_classes=("SSD1B",),
+                        diffusion_models=("comfy.ldm.modules.diffusionmodules.openaimodel.UNetModel",)))
+'''
+UNET = "comfy.ldm.modules.diffusionmodules.openaimodel.UNetModel"
 
 # What two copies of the pack do with the new kernel, reported as JSON: the first (``SAS_PACK_ROOT``) imported as
 # the suite imports the pack, the second beside it as another package, as ComfyUI imports a second folder of
@@ -85,7 +97,13 @@ REPORT = textwrap.dedent('''
     second = sys.modules["second_copy"] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(second)
     second_finder = second.patches.backends.Finder(finder.modules, finder.versions, finder.capability)
-    print(json.dumps({"first": {**offered(first, finder), **ran}, "second": offered(second, second_finder)}))
+    import comfy.supported_models
+
+    def recognised(pack):
+        return pack.patches.families.recognise_classes(comfy.supported_models.SSD1B, sys.argv[2]).name
+
+    print(json.dumps({"first": {**offered(first, finder), **ran, "SSD1B": recognised(first)},
+                      "second": {**offered(second, second_finder), "SSD1B": recognised(second)}}))
 ''')
 
 
@@ -100,16 +118,17 @@ def report(first: Path, second: Path) -> dict:
     ComfyUI."""
     env = dict(os.environ, SAS_PACK_ROOT=str(first), PYTHONPATH=os.pathsep.join(
         filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")])))
-    done = subprocess.run([sys.executable, "-c", REPORT, str(second)], env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", REPORT, str(second), UNET], env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_a_new_backend_module_is_a_kernel_choice_and_offered_where_the_tables_name_it(tmp_path):
+def test_a_new_kernel_module_and_a_new_family_module_are_picked_up_with_no_other_file_touched(tmp_path):
     module_only, module_and_table = copy_of_pack(tmp_path / "module_only"), copy_of_pack(tmp_path / "module_and_table")
     for pack in (module_only, module_and_table):
         (pack / "patches" / "backends" / "toy.py").write_text(NEW_BACKEND)
+    (module_and_table / "patches" / "families" / "toy_ssd1b.py").write_text(NEW_FAMILY)
     tables = module_and_table / "patches" / "backends" / "__init__.py"
     with_toy, count = re.subn(r"^EXACT = \((.*)\)$", r'EXACT = (\1, "toy")', tables.read_text(), flags=re.M)
     assert count == 1
@@ -125,3 +144,5 @@ def test_a_new_backend_module_is_a_kernel_choice_and_offered_where_the_tables_na
     assert alone["generation"]["sage"] == 1 and alone["generation"]["faults"] == {}
     # and its place in the EXACT table: exact offers it, and auto after the quantised kernels (none installed)
     assert offered["registered"] and offered["exact"] == ["toy"] and offered["auto"] == ["toy"]
+    # the family module the only file added for it: the copy that has it names SSD-1B's models by it
+    assert alone["SSD1B"] == "SDXL (SSD1B)" and offered["SSD1B"] == "Toy SSD-1B (SSD1B)"
