@@ -103,7 +103,9 @@ def test_the_template_browser_shows_each_templates_title_and_thumbnail_and_loads
     for path in EXAMPLES:
         title = _meta(path)["title"]
         heading = dialog.get_by_role("heading", name=title, exact=True)
-        heading.scroll_into_view_if_needed(timeout=READY_MS)  # cards load their pictures when in view
+        heading.scroll_into_view_if_needed(timeout=READY_MS)
+        # Cards load their pictures when on screen: the card's middle, not its heading at an edge.
+        heading.evaluate("h => h.scrollIntoView({block: 'center'})")
         sync_api.expect(heading).to_be_visible(timeout=READY_MS)
         # The thumbnail the card shows: loaded, and at least as large as the file's short side.
         page.wait_for_function("alt => [...document.querySelectorAll('[role=dialog] img')].some("
@@ -443,6 +445,28 @@ def test_a_new_scope_node_shows_its_expert_inputs_only_on_request_where_comfyui_
     else:
         assert shown["folded"] == shown["unfolded"] and set(shown["folded"]) == set(widgets)
     assert shown["values"] == len(widgets) == 16  # folded or not, every value is saved and sent
+
+
+def test_the_kernel_and_routing_widgets_carry_the_engines_tooltips(session, page, server):
+    """The tooltips the front end shows on the Scope's kernel and routing widgets are the node's own, which say
+    what the engine does (auto: every installed candidate, torch's exact backends among them; measured: timed
+    against ComfyUI's attention per shape, stepping aside where the step is slower)."""
+    from sage_attention_scope.nodes.scope import TOOLTIPS
+    page.evaluate("() => window.app.graph.clear()")
+    shown = page.evaluate("""() => {
+        const node = window.LiteGraph.createNode('SageAttentionScope');
+        window.app.graph.add(node);
+        // The node definition the front end builds its widgets and their tooltips from.
+        const inputs = node.constructor.nodeData?.input ?? {};
+        const tip = (name) => {
+            const spec = inputs.required?.[name] ?? inputs.optional?.[name];
+            return spec?.[1]?.tooltip ?? null;
+        };
+        return {kernel: tip('kernel'), routing: tip('routing')};
+    }""")
+    # (the kernel tooltip goes on with what this machine has: a CPU server's says it has no CUDA GPU)
+    assert shown["kernel"].startswith(TOOLTIPS["kernel"]) and shown["routing"] == TOOLTIPS["routing"]
+    assert "torch's cuDNN" in shown["kernel"] and "steps aside" in shown["routing"]
 
 
 def expect_this_run_scoped(status, absent: str) -> None:
