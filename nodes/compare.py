@@ -10,7 +10,7 @@ import torch
 from comfy_api.latest import io, ui
 
 from ..patches import sampling
-from ..patches.sampling import SCOPE_OFF_SUFFIX, SPARSE_SUFFIX
+from ..patches.sampling import SCOPE_OFF_SUFFIX, SPARSE_SUFFIX, model_of_label
 from . import session
 
 UI_KEY = "sage_attention_compare"
@@ -137,7 +137,7 @@ def timing_lines(run: list[dict]) -> list[str]:
     its dense Scope run with the speed-up over the Scope-off one, then its sparse run with the speed-up
     over the dense one (over the Scope-off one where no dense run was made)."""
     timed = {m["model"]: m["sampling_ms"] for m in run if m["sampling_ms"]}
-    bases = list(dict.fromkeys(_base_label(label) for label in timed))
+    bases = list(dict.fromkeys(model_of_label(label) for label in timed))
     parts = []
     for base in bases:
         off, dense, sparse = (timed.get(base + suffix) for suffix in (SCOPE_OFF_SUFFIX, "", SPARSE_SUFFIX))
@@ -155,14 +155,6 @@ def timing_lines(run: list[dict]) -> list[str]:
         return ["Sampling time: none recorded in this run (the Scope records runs whose model goes through a "
                 "Sage Attention Scope node, enabled or not)"]
     return ["Sampling time: " + "; ".join(parts)]
-
-
-def _base_label(label: str) -> str:
-    """A model's label without what tells its runs apart (Scope off, sparse)."""
-    for suffix in (SCOPE_OFF_SUFFIX, SPARSE_SUFFIX):
-        if label.endswith(suffix):
-            return label.removesuffix(suffix)
-    return label
 
 
 def _speedup(reference_ms, ms: float, against: str) -> str:

@@ -54,20 +54,12 @@ def installed_libraries(state: Session) -> dict[str, Any]:
     return libraries
 
 
-def model_of(label: str) -> str:
-    """The model a run's label names: the label without what sets one way of sampling it apart (Scope
-    off, sparse: sampling.run_suffix)."""
-    for suffix in (sampling.SCOPE_OFF_SUFFIX, sampling.SPARSE_SUFFIX):
-        if label.endswith(suffix):
-            return label.removesuffix(suffix)
-    return label
-
-
 def taken_over(run: list[dict]) -> set[str]:
     """The labels of this run whose Scope another Scope took over: in a chain of Scopes the last one's
     router serves the model, so the others' records sampled nothing while one of the same model did."""
-    sampled = {model_of(record["model"]) for record in run if record["sampling_ms"]}
-    return {record["model"] for record in run if not record["sampling_ms"] and model_of(record["model"]) in sampled}
+    sampled = {sampling.model_of_label(record["model"]) for record in run if record["sampling_ms"]}
+    return {record["model"] for record in run
+            if not record["sampling_ms"] and sampling.model_of_label(record["model"]) in sampled}
 
 
 def payload(state: Session, run_id=None) -> dict[str, Any]:

@@ -65,6 +65,14 @@ def run_suffix(settings: Settings) -> str:
     return ""
 
 
+def model_of_label(label: str) -> str:
+    """The model a run's label names: the label without its ``run_suffix`` (Scope off, sparse)."""
+    for suffix in (SCOPE_OFF_SUFFIX, SPARSE_SUFFIX):
+        if label.endswith(suffix):
+            return label.removesuffix(suffix)
+    return label
+
+
 def apply_scope(model_patcher, settings: Settings, session: Session, family=None, label: str = ""):
     """A scoped clone of ``model_patcher``. An override that was there already serves every call the
     router declines; an earlier Scope's router is replaced."""
