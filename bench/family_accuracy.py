@@ -83,7 +83,7 @@ def run_family(case: Case, small: bool, device, dtype, kernel: str) -> dict:
         comfy.model_management.soft_empty_cache()
     gen = payload(session)["devices"][str(device)]["last_generation"]
     rows = probe.rows
-    return {"family": case.family, "latent": list(latent_hw), "calls_on_kernel": len(rows), "sdpa": gen["sdpa"],
+    return {"family": case.family, "latent": list(latent_hw), "calls_on_kernel": len(rows), "declined": gen["declined"],
             "worst_cosine": min(r["cosine"] for r in rows) if rows else None,
             "worst_rel_l2": max(r["rel_l2"] for r in rows) if rows else None,
             "all_finite": all(r["finite"] for r in rows),
@@ -95,7 +95,7 @@ def to_markdown(results: list[dict], header: str) -> str:
              "| family | latent | calls on the kernel | other calls (SDPA, reason) | worst cosine | worst rel L2 | "
              "shapes (B, H, N, D; kv) |", "|---|---|---|---|---|---|---|"]
     for r in results:
-        sdpa = ", ".join(f"{n} {reason}" for reason, n in r["sdpa"].items()) or "-"
+        sdpa = ", ".join(f"{n} {reason}" for reason, n in r["declined"].items()) or "-"
         shapes = "; ".join(f"{'x'.join(map(str, q))}; {kv}" for q, kv in r["shapes"])
         cos = f"{r['worst_cosine']:.5f}" if r["worst_cosine"] is not None else "-"
         rel = f"{r['worst_rel_l2']:.4f}" if r["worst_rel_l2"] is not None else "-"

@@ -87,7 +87,7 @@ from sas_harness.step_arms import Generations, rel_l2, step_trials_run, trial_ev
 
 NO_NODE, BLIND = "no node", "blind"
 # Each arm's first generation where the step trial runs: the step that measures routing, then up to 3
-# pairs of evaluations with and without the Scope (patches/step_trial.py), with room for a second shape
+# pairs of evaluations with and without the Scope (patches/extras/step_trial.py), with room for a second shape
 # (a sparse window's) and a user's usual length.
 FIRST_STEPS = 20
 SETTLING_PASSES = 2  # the most extra generations an arm runs before the timed ones, its verdicts gone stale
@@ -193,7 +193,7 @@ class RemoteArm:
 
 def step_trial_calls(counts: dict) -> int:
     """The calls a generation ran without the Scope for a step trial, on every device (Status counters)."""
-    return sum(device.get("sdpa", {}).get(STEP_TRIAL, 0) for device in counts.values())
+    return sum(device.get("declined", {}).get(STEP_TRIAL, 0) for device in counts.values())
 
 
 def generation_ms(got: dict) -> float:
@@ -435,7 +435,7 @@ def calls_cell(result: dict) -> str:
     device_counts = next(iter(result.get("counts", {}).values()), None)
     if not device_counts:
         return "–"
-    cell = f"{device_counts['sage']}/{device_counts['sdpa_total']}"
+    cell = f"{device_counts['kernel']}/{device_counts['declined_total']}"
     if device_counts.get("copied"):  # q/k/v copied for the kernel (call.Call.copies)
         cell += f" ({device_counts['copied']} copied)"
     return cell

@@ -74,7 +74,9 @@ def router_for(pack, session, **settings):
     settings = {"kernel": "double", "first_call_check": False, "routing": "always", **settings}
     model = patches.apply_scope(tiny_flux(), patches.Settings(**settings), session)
     router = patches.router_of(model)
-    if hasattr(patches, "generation"):
+    if hasattr(patches, "state"):
+        generation = patches.state.generation.Generation("bench", None)
+    elif hasattr(patches, "generation"):  # before patches/state/
         generation = patches.generation.Generation("bench", None)
     else:  # before patches/generation.py
         generation = importlib.import_module(pack.__name__ + ".patches.session").Generation(session, "bench", None)

@@ -11,7 +11,7 @@ import torch
 from comfy_api.latest import io
 
 from ..patches import Reason, Session, backends, decide, sampling
-from ..patches.ledger import Tally
+from ..patches.state.ledger import Tally
 from . import cuda_devices, session
 
 UI_KEY = "sage_attention_status"
@@ -19,18 +19,19 @@ INSTALL_DOCS = "https://github.com/sage-attention-scope/sage-attention-scope/blo
 MEASURED_DOCS = "https://github.com/sage-attention-scope/sage-attention-scope/blob/main/docs/measured.md"
 HAVE = {  # what ``auto`` found, where it is not SageAttention 2; what was measured: MEASURED_DOCS
     None: "no kernel it can use",
-    "sage1_triton": "only SageAttention 1 (PyPI 1.0.x), which measured routing rarely finds faster than SDPA and "
-                    "which is wrong at short keys (the first-call check keeps those on SDPA)",
+    "sage1_triton": "only SageAttention 1 (PyPI 1.0.x), which measured routing rarely finds faster than "
+                    "ComfyUI's attention and which is wrong at short keys (the first-call check keeps those on "
+                    "ComfyUI's attention)",
     "kitchen_int8": "only comfy-kitchen INT8: accurate, and used only where measured routing times it faster than "
-                    "SDPA (GPUs whose INT8 runs at twice FP16 gain most)"}
+                    "ComfyUI's attention (GPUs whose INT8 runs at twice FP16 gain most)"}
 
 
 def install_advice(state: Session, devices: list[torch.device]) -> list[str]:
     """What to install, per GPU where ``auto`` has no SageAttention 2 (which pays at long sequences: see
     MEASURED_DOCS): what it found and what this GPU would need."""
     if not devices:
-        return [f"No CUDA GPU here: every call stays on SDPA (the kernels need an NVIDIA GPU). What to install on a "
-                f"machine with one: {INSTALL_DOCS}"]
+        return [f"No CUDA GPU here: every call keeps ComfyUI's attention (the kernels need an NVIDIA GPU). "
+                f"What to install on a machine with one: {INSTALL_DOCS}"]
     advice, knowledge = [], state.knowledge
     for device in devices:
         capability, found = knowledge.finder.capability(device), knowledge.kernel("auto", device)
@@ -105,17 +106,14 @@ def payload(state: Session, run_id=None) -> dict[str, Any]:
 
 
 def _counts_lines(counts: dict, head: str, indent: str, handed: dict) -> list[str]:
-    """What became of a device's calls: on the kernel, or declined; ``handed``: of the declined, the calls
-    that went to another override (one set before the Scope) rather than SDPA, per override."""
-    on_sdpa = counts["sdpa_total"] - sum(handed.values())
+    """What became of a device's calls: on the kernel, or declined (and why); ``handed``: of the declined,
+    the calls that went to another override (one set before the Scope) rather than ComfyUI's attention."""
+    on_comfyui = counts["declined_total"] - sum(handed.values())
     where = [f"{n} on {name}" for name, n in handed.items()]
-    if on_sdpa or not handed:
-        where.insert(0, f"{on_sdpa} on SDPA")
-    declined = "SDPA"
-    if handed:
-        declined = "declined"
-    lines = [f"{head}{counts['sage']} on the kernel, " + ", ".join(where)]
-    lines += [f"{indent}  {declined} {n}: {Reason(reason).label}" for reason, n in counts["sdpa"].items()]
+    if on_comfyui or not handed:
+        where.insert(0, f"{on_comfyui} on ComfyUI's attention")
+    lines = [f"{head}{counts['kernel']} on the kernel, " + ", ".join(where)]
+    lines += [f"{indent}  declined {n}: {Reason(reason).label}" for reason, n in counts["declined"].items()]
     lines += [f"{indent}  faults ({fault}): {n}" for fault, n in counts["faults"].items()]
     if counts["masks_dropped"]:
         lines.append(f"{indent}  masks dropped or the keys they mask left out: {counts['masks_dropped']}")
@@ -151,7 +149,7 @@ def _run_lines(snap: dict) -> list[str]:
         if model["sampling_ms"]:
             lines.append(f"    {_sampling(model['sampling_ms'], model['timing_ms'])}")
         for device, counts in model["devices"].items():
-            handed = {} if model["declined_to"] is None else {model["declined_to"]: counts["sdpa_total"]}
+            handed = {} if model["declined_to"] is None else {model["declined_to"]: counts["declined_total"]}
             lines += _counts_lines(counts, f"    {device}: ", "    ", handed)
     return lines
 
@@ -166,13 +164,13 @@ def _session_heading(generations: int) -> list[str]:
 
 def _kernel_line(device: str, kernels: dict) -> str | None:
     """The kernels the choices made on ``device`` this session bound, on one line (a choice that bound
-    none is said in its model's note); SDPA only where none bound; None where none was made."""
+    none is said in its model's note); ComfyUI's attention only where none bound; None where none was made."""
     if not kernels:
         return None
     bound = {f"{line['kernel']}, {line['version']} ({line['why']})" for line in kernels.values() if line["kernel"]}
     if bound:
         return f"  {device}: " + "; ".join(sorted(bound))
-    return f"  {device}: SDPA only ({next(iter(kernels.values()))['why']})"
+    return f"  {device}: ComfyUI's attention only ({next(iter(kernels.values()))['why']})"
 
 
 def _session_lines(snap: dict) -> list[str]:
@@ -189,7 +187,7 @@ def _session_lines(snap: dict) -> list[str]:
         lines += [f"  {line}" for line in bucket_lines(info["buckets"])]
         lines += [f"  step of {step['model'] or 'the model'}, latent {'x'.join(map(str, step['latent']))}: "
                   f"{step['text']}" for step in info["steps"]]
-        if info["session"]["sage"] or info["session"]["sdpa_total"]:
+        if info["session"]["kernel"] or info["session"]["declined_total"]:
             lines += _counts_lines(info["session"], f"  {device}: ", "  ", info["handed"])
     return lines
 
@@ -200,7 +198,8 @@ def _check_line(check: dict) -> str:
         gate = "open" if check["max_rel_l2"] == float("inf") else f"{check['max_rel_l2']:g}"
         verdict = "passed" if check["passed"] else "FAILED -> dense"
         return f"  sparse gate {check['key']}: {verdict} (rel L2 {check['rel_l2']:.4f} against dense, gate {gate})"
-    return (f"  check {check['key']}: {'passed' if check['passed'] else 'FAILED -> SDPA'} "
+    verdict = "passed" if check["passed"] else "FAILED -> ComfyUI's attention"
+    return (f"  check {check['key']}: {verdict} "
             f"(cosine {check['cosine']:.5f}, rel L2 {check['rel_l2']:.4f})")
 
 

@@ -16,9 +16,9 @@ import torch
 from .backends import Backend, Bound
 from .call import Call, MaskKind
 from .checks import CheckKey
-from .generation import Generation
-from .knowledge import Knowledge
-from .route import Candidate, Ruling
+from .state.generation import Generation
+from .state.knowledge import Knowledge
+from .state.route import Candidate, Ruling
 from .reasons import Reason
 from .settings import ROUTING_MEASURED, Settings
 from .timing import TIE_MARGIN, BucketKey, Decision, bucket, median

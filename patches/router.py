@@ -19,14 +19,14 @@ from typing import Callable, Optional, Sequence
 
 import torch
 
-from . import compiled
+from .extras import compiled
 from .call import Call, MaskKind, comfy_arguments, signature
 from .decide import decide, fastest
-from .route import Candidate, Route
-from .generation import Generation
-from .ledger import COMFY_ROUTE, Tally
+from .state.route import Candidate, Route
+from .state.generation import Generation
+from .state.ledger import COMFY_ROUTE, Tally
 from .reasons import Fault, Reason, classify, describe
-from .session import Session
+from .state.session import Session
 from .settings import Settings
 from .timing import Decision
 

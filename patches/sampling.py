@@ -11,12 +11,13 @@ import logging
 
 import torch
 
-from . import families, override_hooks, sparse, step_trial
-from .generation import Generation
+from . import families, override_hooks
+from .extras import sparse, step_trial
+from .state.generation import Generation
 from .override_hooks import OVERRIDE_KEY
 from .reasons import Fault
 from .router import Router
-from .session import Session
+from .state.session import Session
 from .settings import Settings
 
 log = logging.getLogger(__name__)

@@ -141,7 +141,7 @@ def test_a_new_kernel_module_and_a_new_family_module_are_picked_up_with_no_other
     assert alone["registered"] and "toy" in alone["choices"] and alone["toy"] == "toy chosen"
     assert "toy" not in alone["auto"] and "toy" not in alone["exact"]  # no table names it
     assert alone["calls"] == [[1, 2, 64, 64]] and alone["matches_comfyui"]
-    assert alone["generation"]["sage"] == 1 and alone["generation"]["faults"] == {}
+    assert alone["generation"]["kernel"] == 1 and alone["generation"]["faults"] == {}
     # and its place in the EXACT table: exact offers it, and auto after the quantised kernels (none installed)
     assert offered["registered"] and offered["exact"] == ["toy"] and offered["auto"] == ["toy"]
     # the family module the only file added for it: the copy that has it names SSD-1B's models by it

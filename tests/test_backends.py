@@ -53,7 +53,7 @@ def test_sageattention_3_runs_without_touching_the_callers_k(sage3):
     k = k + 3.0  # an offset its in-place smoothing would remove
     k_before = k.clone()
     [out], counts = routed(session, Settings(kernel="sage3_fp4", min_seq_len=1), [(q, k, v, {})])
-    assert counts["sage"] == 1 and len(calls) == 1 and calls[0] is not k
+    assert counts["kernel"] == 1 and len(calls) == 1 and calls[0] is not k
     assert torch.equal(k, k_before)
     torch.testing.assert_close(out, plain_attention(q, k, v, 2, skip_reshape=True), rtol=2e-2, atol=2e-2)
 
@@ -66,8 +66,9 @@ def test_sageattention_3_never_gets_masks_custom_scales_or_other_head_sizes(sage
     cases = [(q, k, v, {"mask": masking}), (q, k, v, {"scale": 0.3}), (*hnd(n=64, d=96, dtype=HALF), {}),
              (q, k, v, {"mask": torch.zeros(64, 64, dtype=HALF)}), (q, k, v, {"scale": 64 ** -0.5})]
     outs, counts = routed(session, Settings(kernel="sage3_fp4", min_seq_len=1), cases)
-    assert counts["sdpa"] == {Reason.MASK.value: 1, Reason.SCALE.value: 1, Reason.HEAD_DIM.value: 1}
-    assert counts["sage"] == 2 and len(calls) == 2 and counts["masks_dropped"] == 1  # the no-op mask, the D^-0.5 scale
+    assert counts["declined"] == {Reason.MASK.value: 1, Reason.SCALE.value: 1, Reason.HEAD_DIM.value: 1}
+    # the no-op mask, the D^-0.5 scale
+    assert counts["kernel"] == 2 and len(calls) == 2 and counts["masks_dropped"] == 1
     assert torch.equal(outs[1], plain_attention(q, k, v, 2, skip_reshape=True, scale=0.3))
 
 
@@ -120,7 +121,7 @@ def test_comfy_kitchen_takes_masks_as_comfyui_sends_them(kitchen, kind):
     mask = _masks()[kind]
     q, k, v = hnd(b=2, n=64, d=64)
     [out], counts = routed(session, Settings(kernel="kitchen_int8", min_seq_len=1), [(q, k, v, {"mask": mask})])
-    assert counts["sage"] == 1 and counts["faults"] == {} and seen[0] is not None
+    assert counts["kernel"] == 1 and counts["faults"] == {} and seen[0] is not None
     broadcast = mask.unsqueeze(1) if mask.ndim == 3 else mask
     expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=broadcast)
     torch.testing.assert_close(out, expected.transpose(1, 2).reshape(2, 64, 128), rtol=1e-4, atol=1e-4)
@@ -137,7 +138,7 @@ def test_an_integer_mask_stays_on_sdpa_with_a_backend_that_takes_masks(kitchen):
     except RuntimeError as exc:
         pytest.skip(f"this ComfyUI's own CPU attention rejects an integer mask too: {exc}")
     [out], counts = routed(session, Settings(kernel="kitchen_int8", min_seq_len=1), [(q, k, v, {"mask": caption})])
-    assert counts["sdpa"] == {Reason.MASK.value: 1} and seen == []
+    assert counts["declined"] == {Reason.MASK.value: 1} and seen == []
     assert torch.equal(out, plain)
 
 
@@ -146,7 +147,7 @@ def test_comfy_kitchen_takes_head_sizes_it_pads(kitchen, head_dim):
     session, _ = kitchen
     q, k, v = hnd(n=64, d=head_dim)
     [out], counts = routed(session, Settings(kernel="kitchen_int8", min_seq_len=1), [(q, k, v, {})])
-    assert counts["sage"] == 1
+    assert counts["kernel"] == 1
     torch.testing.assert_close(out, plain_attention(q, k, v, 2, skip_reshape=True), rtol=1e-4, atol=1e-4)
 
 
@@ -200,8 +201,8 @@ def test_two_sessions_side_by_side_share_nothing_they_learn():
         sample(apply_scope(model, Settings(kernel="double", min_seq_len=1), first), cond)
         first.knowledge.retired["cuda:7"] = "retired in the first session"
         sample(apply_scope(model, Settings(kernel="double", min_seq_len=1), second), cond)
-    assert last_generation(first, "cpu")["sdpa"] == {Reason.CHECK_FAILED.value: 2}
-    assert last_generation(second, "cpu")["sage"] == 2 and last_generation(second, "cpu")["sdpa"] == {}
+    assert last_generation(first, "cpu")["declined"] == {Reason.CHECK_FAILED.value: 2}
+    assert last_generation(second, "cpu")["kernel"] == 2 and last_generation(second, "cpu")["declined"] == {}
     assert [c.passed for c in first.knowledge.checks.values()] == [False]
     assert [c.passed for c in second.knowledge.checks.values()] == [True]
     assert "cuda:7" not in payload(second)["devices"] and second.knowledge.retired == {}

@@ -50,7 +50,7 @@ def test_every_per_call_arm_does_what_it_is_named_for(session):
     repeats = row["repeats"]
     direct_and_scoped = 3 * 2 * (repeats + 2)  # three arms, two rounds, warm-ups included
     assert len(kernel.calls) >= direct_and_scoped
-    assert payload(session)["devices"]["cpu"]["session"]["sdpa"].get("too_short", 0) >= 2 * repeats
+    assert payload(session)["devices"]["cpu"]["session"]["declined"].get("too_short", 0) >= 2 * repeats
     assert bench.routed_vs_best(row) == pytest.approx(
         arms["routed"]["ms"] / min(arms["sdpa"]["ms"], arms["double"]["ms"]))
 
@@ -115,11 +115,11 @@ def test_per_step_arms_run_whole_generations_through_the_scope(session):
     calls_per_step = 2  # tiny FLUX.1: one double- and one single-stream block
     for name in ("scope", "always"):
         (counts,) = results[name]["counts"].values()
-        assert counts["sage"] == args.steps * calls_per_step and results[name]["rel_l2"] < 1e-3
+        assert counts["kernel"] == args.steps * calls_per_step and results[name]["rel_l2"] < 1e-3
         # which kernel took which calls is recorded beside the counts (one route here: the double)
         (routes,) = results[name]["routes"].values()
         assert {route for shape in routes["calls"].values() for route in shape} == {"double"}
-        assert sum(n for shape in routes["calls"].values() for n in shape.values()) == counts["sage"]
+        assert sum(n for shape in routes["calls"].values() for n in shape.values()) == counts["kernel"]
         assert routes["step_trials"] == []  # the step trial runs on a GPU only
     assert results["no node"]["rel_l2"] == 0.0 and results["no node"]["counts"] == {}
     # a warm-up generation, then two rounds, for the two scoped arms
@@ -145,7 +145,7 @@ def test_named_arms_take_turns_beside_the_other_trees_arms_that_it_knows(session
         remote.close()
     assert set(results) == {"no node", "default", "forced", "default (previous)"}
     # on a CPU, auto finds no kernel and the node passes the model through: no counters of its own
-    assert results["forced"]["counts"]["cpu"]["sage"] > 0 and results["default"]["counts"] == {}
+    assert results["forced"]["counts"]["cpu"]["kernel"] > 0 and results["default"]["counts"] == {}
     assert results["forced"]["first_timing_ms"] == 0.0  # Status's figure: routing always times nothing
     assert all(len(r["step_ms"]) == 2 and r["rel_l2"] < 1e-3 for r in results.values())
     table = bench.to_markdown({"FLUX.1": results}, "header")
@@ -232,7 +232,7 @@ def test_the_video_and_dit_run_of_the_gpu_issue_runs_small(session, model):
         results = bench.run_model(pack(), model, None, bench.chosen_arms(pack(), args), args, CPU, torch.float32)
     for name in ("scope", "always"):
         (counts,) = results[name]["counts"].values()
-        assert counts["sage"] > 0 and results[name]["rel_l2"] < 1e-3, (name, counts)
+        assert counts["kernel"] > 0 and results[name]["rel_l2"] < 1e-3, (name, counts)
 
 
 def test_router_cost_runs_each_tree_in_its_own_process_and_prints_one_row_each(tmp_path):
@@ -261,7 +261,7 @@ def test_whole_generations_time_each_arm_after_its_first_and_report_the_measurin
     calls_per_step = 2  # tiny FLUX.1: one double- and one single-stream block
     assert len(kernel.calls) == 2 * args.whole * calls_per_step  # the Scope's first generation and its timed one
     scoped = results["scope"]
-    assert scoped["counts"]["cpu"]["sage"] == args.whole * calls_per_step and scoped["rel_l2"] < 1e-3
+    assert scoped["counts"]["cpu"]["kernel"] == args.whole * calls_per_step and scoped["rel_l2"] < 1e-3
     assert set(scoped["status_first"]) == {"sampling", "timing"} and scoped["status_next"]["timing"] == 0.0
     assert all(len(results[name]["ms"]) == 1 and results[name]["first_ms"] > 0 for name in ("no node", "scope"))
     table = bench.whole_markdown({"FLUX.1": results}, "header", args.whole)

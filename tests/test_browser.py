@@ -410,10 +410,16 @@ def test_typing_a_min_seq_len_keeps_what_was_typed(session, page, server):
     page.evaluate(_scope_node_js("if (node.toggleAdvanced && !node.showAdvanced) node.toggleAdvanced();"))
     center_on(page, "SageAttentionScope")
     for typed in (100, 77, 300):
+        # A widget's y is set when the canvas draws it: under load the first draw after loading can come
+        # after center_on's wait, and a click placed from no y lands elsewhere on the node.
+        page.wait_for_function(_scope_node_js(
+            "window.app.graph.setDirtyCanvas(true, true); "
+            "return Number.isFinite(node.widgets.find(w => w.name === 'min_seq_len').y);"), timeout=READY_MS)
         x, y = page.evaluate(_scope_node_js(
             "const w = node.widgets.find(w => w.name === 'min_seq_len'); return window.app.canvasPosToClientPos("
             "[node.pos[0] + node.size[0] / 2, node.pos[1] + w.y + window.LiteGraph.NODE_WIDGET_HEIGHT / 2]);"))
         page.mouse.click(x, y)  # the value's prompt opens, its text selected
+        page.wait_for_function("() => document.activeElement?.tagName === 'INPUT'", timeout=READY_MS)  # open
         page.keyboard.press("Control+A")
         page.keyboard.type(str(typed))
         page.keyboard.press("Enter")

@@ -120,7 +120,7 @@ def test_the_fastest_checked_candidate_wins_its_bucket_and_serves_its_calls():
     session = machine(clock, sdpa=sdpa)
     calls = same_shape()
     outs, counts = routed(session, AUTO, calls)
-    assert counts["sage"] == 3 and counts["sdpa"] == {}
+    assert counts["kernel"] == 3 and counts["declined"] == {}
     assert served_by(session) == {"sdpa_cudnn": 3}
     # each candidate ran once for its check; then only the winner, its checked output the first call's answer
     assert sdpa.calls == ["cudnn_attention", "flash_attention", "efficient_attention", "cudnn_attention",
@@ -136,7 +136,7 @@ def test_comfyuis_attention_keeps_a_bucket_no_candidate_beats_by_the_margin():
     session = machine(clock)
     calls = same_shape()
     outs, counts = routed(session, AUTO, calls)
-    assert counts["sage"] == 0 and counts["sdpa"] == {Reason.MEASURED_SLOWER.value: 3}
+    assert counts["kernel"] == 0 and counts["declined"] == {Reason.MEASURED_SLOWER.value: 3}
     assert served_by(session) == {"ComfyUI": 3}
     q, k, v, _ = calls[0]
     assert all(torch.equal(out, plain_attention(q, k, v, 2, skip_reshape=True)) for out in outs)
@@ -172,7 +172,7 @@ def test_a_candidate_that_raises_never_wins_and_loses_its_bucket():
     session = machine(clock, sdpa=sdpa)
     _, counts = routed(session, AUTO, same_shape())
     assert served_by(session) == {"sdpa_efficient": 3}
-    assert counts["faults"] == {Fault.OTHER.value: 1} and counts["sdpa"] == {}
+    assert counts["faults"] == {Fault.OTHER.value: 1} and counts["declined"] == {}
     assert sdpa.calls.count("flash_attention") == 1, "a candidate that raised is not tried on its bucket again"
 
 
@@ -187,7 +187,7 @@ def test_when_every_candidate_fails_the_call_returns_comfyuis_result():
     outs, counts = routed(session, AUTO, calls)
     q, k, v, _ = calls[0]
     assert all(torch.equal(out, plain_attention(q, k, v, 2, skip_reshape=True)) for out in outs)
-    assert counts["sage"] == 0 and sum(counts["sdpa"].values()) == 2
+    assert counts["kernel"] == 0 and sum(counts["declined"].values()) == 2
     assert noisy_sage2.calls == ["sageattn_qk_int8_pv_fp8_cuda_sm90"], "checked once, failed, kept off"
 
 
@@ -252,7 +252,7 @@ def test_grouped_query_calls_are_not_offered_to_cudnn_on_sm100():
     q, _, _ = hnd(h=4, n=64, dtype=BF16)
     _, k, v = hnd(h=2, n=64, dtype=BF16, seed=1)
     from sage_attention_scope.patches.decide import decide
-    from sage_attention_scope.patches.generation import Generation
+    from sage_attention_scope.patches.state.generation import Generation
     call = call_of((q, k, v, 4), {"skip_reshape": True, "enable_gqa": True})
     ruling = decide(call, (cudnn,), Settings(kernel="sdpa_cudnn", min_seq_len=1), session.knowledge, Generation())
     assert ruling.reason is Reason.GROUPED_QUERY
@@ -313,7 +313,7 @@ def test_the_scope_steps_aside_from_the_second_step_when_every_call_keeps_comfyu
     out = sample(scoped, flux_conditioning(), steps=STEPS)
     assert torch.equal(out, sample(model, flux_conditioning(), steps=STEPS))
     counts = last_generation(session, "cpu")
-    assert counts["sdpa"] == {Reason.MEASURED_SLOWER.value: STEPS * CALLS_PER_STEP}
+    assert counts["declined"] == {Reason.MEASURED_SLOWER.value: STEPS * CALLS_PER_STEP}
     assert counts["counted_from_routes"] == (STEPS - 1) * CALLS_PER_STEP
     assert "counted from the routes" in render(payload(session))
 
@@ -353,7 +353,7 @@ def test_the_step_window_brings_the_scope_back():
     seen = _reached_router(scoped, 8)
     assert seen[0] == CALLS_PER_STEP and 0 in seen[:4] and seen[-1] == CALLS_PER_STEP
     counts = last_generation(session, "cpu")
-    assert counts["sage"] + sum(counts["sdpa"].values()) == 8 * CALLS_PER_STEP
+    assert counts["kernel"] + sum(counts["declined"].values()) == 8 * CALLS_PER_STEP
 
 
 def test_knowledge_written_mid_run_brings_the_scope_back(session):
@@ -366,7 +366,7 @@ def test_knowledge_written_mid_run_brings_the_scope_back(session):
             session.knowledge.record_verdict(CheckResult(CheckKey("cuda:7", "bfloat16", 64, "sdpa_flash"), True))
     seen = _reached_router(scoped, STEPS, callback=learn)
     assert seen == [CALLS_PER_STEP, 0, CALLS_PER_STEP, 0]
-    assert sum(last_generation(session, "cpu")["sdpa"].values()) == STEPS * CALLS_PER_STEP
+    assert sum(last_generation(session, "cpu")["declined"].values()) == STEPS * CALLS_PER_STEP
 
 
 def test_an_out_of_memory_step_is_routed_and_the_steps_after_it_step_aside():
@@ -379,7 +379,7 @@ def test_an_out_of_memory_step_is_routed_and_the_steps_after_it_step_aside():
     seen = _reached_router(scoped, STEPS)
     assert seen == [CALLS_PER_STEP, CALLS_PER_STEP, 0, 0]  # the OOM step had a fault; the next keeps ComfyUI's
     counts = last_generation(session, "cpu")
-    assert counts["sdpa"] == {Reason.KERNEL_FAULT.value: 1, Reason.OOM_EARLIER.value: STEPS * CALLS_PER_STEP - 1}
+    assert counts["declined"] == {Reason.KERNEL_FAULT.value: 1, Reason.OOM_EARLIER.value: STEPS * CALLS_PER_STEP - 1}
 
 
 def test_a_stepped_aside_evaluation_hands_its_calls_to_the_override_below_the_scope():
@@ -411,8 +411,8 @@ def test_kernels_that_win_per_call_but_lose_the_step_leave_it_to_comfyuis_attent
     # (step 1 is timed too, and waited for its checks and timings: no trial from it)
     assert seen == [CALLS_PER_STEP, CALLS_PER_STEP, 0, 0] and steps.timed == ["scope", "scope", "comfy"]
     counts = last_generation(session, "cpu")
-    assert counts["sage"] == 2 * CALLS_PER_STEP
-    assert counts["sdpa"] == {Reason.STEP_TRIAL.value: CALLS_PER_STEP, Reason.STEP_SLOWER.value: CALLS_PER_STEP}
+    assert counts["kernel"] == 2 * CALLS_PER_STEP
+    assert counts["declined"] == {Reason.STEP_TRIAL.value: CALLS_PER_STEP, Reason.STEP_SLOWER.value: CALLS_PER_STEP}
     assert _reached_router(scoped, STEPS) == [0] * STEPS  # the next generation: aside from its first step
     assert steps.timed == ["scope", "scope", "comfy"]  # tried once a session
     assert torch.equal(sample(scoped, flux_conditioning(), steps=2), sample(model, flux_conditioning(), steps=2))
@@ -426,7 +426,7 @@ def test_kernels_that_win_the_step_keep_it_and_the_trial_costs_one_evaluation():
     session = machine(FakeClock(1.0, 2.0), step_clock=steps)
     _, scoped = scoped_flux(session)
     assert _reached_router(scoped, STEPS) == [CALLS_PER_STEP, CALLS_PER_STEP, 0, CALLS_PER_STEP]
-    assert last_generation(session, "cpu")["sdpa"] == {Reason.STEP_TRIAL.value: CALLS_PER_STEP}
+    assert last_generation(session, "cpu")["declined"] == {Reason.STEP_TRIAL.value: CALLS_PER_STEP}
     assert _reached_router(scoped, STEPS) == [CALLS_PER_STEP] * STEPS and steps.timed == ["scope", "scope", "comfy"]
     assert "5.0 ms with the Scope, 9.0 ms without -> the Scope's routes" in render(payload(session))
 
@@ -443,7 +443,7 @@ def test_a_close_step_is_judged_on_the_medians_of_several_pairs():
     assert seen == [CALLS_PER_STEP, CALLS_PER_STEP, 0, CALLS_PER_STEP, 0, CALLS_PER_STEP, 0, 0]
     assert steps.timed == ["scope"] + ["scope", "comfy"] * 3
     counts = last_generation(session, "cpu")
-    assert counts["sdpa"] == {Reason.STEP_TRIAL.value: 3 * CALLS_PER_STEP, Reason.STEP_SLOWER.value: CALLS_PER_STEP}
+    assert counts["declined"] == {Reason.STEP_TRIAL.value: 3 * CALLS_PER_STEP, Reason.STEP_SLOWER.value: CALLS_PER_STEP}
     assert "a step 10.0 ms with the Scope, 9.8 ms without -> ComfyUI's attention (the Scope steps aside) " \
            "(medians of 3 each)" in render(payload(session))
 

@@ -70,12 +70,12 @@ def test_a_run_after_the_replacing_node_is_removed_says_the_scope_served_it(sess
     [model] = first["run"]
     assert model["note"].startswith("replaced by set_model_optimized_attention") and model["devices"] == {}
     [model] = second["run"]
-    assert model["note"] == "scoped" and model["devices"][DEVICE]["sage"] == CALLS
+    assert model["note"] == "scoped" and model["devices"][DEVICE]["kernel"] == CALLS
     assert "model FLUX.1 (Flux): scoped" in render(second).split("Session")[0]  # This run
     assert [m["note"] for m in second["models"]] == ["scoped"]  # the session says the latest run's
     # a replaced run after a scoped one: its last generation has no calls, not the run before's
-    assert third["devices"][DEVICE]["last_generation"]["sage"] == 0
-    assert third["devices"][DEVICE]["session"]["sage"] == CALLS
+    assert third["devices"][DEVICE]["last_generation"]["kernel"] == 0
+    assert third["devices"][DEVICE]["session"]["kernel"] == CALLS
 
 
 def test_an_override_set_before_the_scope_serves_what_it_declines_and_the_status_names_it(session):
@@ -127,7 +127,7 @@ def test_an_override_that_wraps_the_scope_is_named_and_what_it_passes_on_is_coun
             return below(func, *args, **kwargs)
         wrapped.model_options["transformer_options"]["optimized_attention_override"] = sparse_attention
         sample(wrapped, flux_conditioning())
-    assert last_generation(session)["sage"] == CALLS
+    assert last_generation(session)["kernel"] == CALLS
     assert ("below test_an_override_that_wraps_the_scope_is_named_and_what_it_passes_on_is_counted, which wraps "
             "the Scope") in render(payload(session))
 
@@ -147,7 +147,7 @@ def test_comfyuis_torch_compile_in_either_order(session, order):
             set_torch_compile_wrapper(compiled, backend="aot_eager")
             patched = scoped_model(compiled, kernel="double", min_seq_len=1)
         out = sample(patched, cond)
-    assert last_generation(session)["sage"] == CALLS
+    assert last_generation(session)["kernel"] == CALLS
     torch.testing.assert_close(out, plain, rtol=1e-4, atol=1e-4)
 
 
@@ -169,7 +169,7 @@ def test_keyword_arguments_of_newer_comfyui_pass_through_to_its_attention(sessio
                                   for qkv in (short, long)])
     [declined] = received
     assert declined["a_future_argument"] is extra["a_future_argument"] and declined["transformer_options"] is options
-    assert len(kernel.calls) == 1 and last_generation(session, "cpu")["sdpa"] == {Reason.TOO_SHORT.value: 1}
+    assert len(kernel.calls) == 1 and last_generation(session, "cpu")["declined"] == {Reason.TOO_SHORT.value: 1}
 
 
 @pytest.mark.parametrize("n, on_kernel", [(64, True), (16, False)], ids=["eligible", "declined"])

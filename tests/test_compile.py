@@ -51,20 +51,21 @@ def test_a_scoped_block_compiles_as_one_graph_and_matches_eager(session):
         eager, traced = _compiled_and_eager(scoped)  # fullgraph=True raises on any graph break
     torch.testing.assert_close(traced, eager, rtol=1e-5, atol=1e-5)
     assert len(kernel.calls) == 2  # eager, then the op at run time
-    assert last_generation(session, "cpu")["sage"] == 1
+    assert last_generation(session, "cpu")["kernel"] == 1
 
 
 def test_a_second_copy_of_the_pack_in_the_process_leaves_the_first_ones_op_alone(session, monkeypatch):
     """ComfyUI loading another copy of the pack (a second folder in custom_nodes, or a test) defines
     that copy's op beside this one's: this copy's compiled calls still reach this copy's routers."""
     import importlib.util
-    from sage_attention_scope.patches import compiled
-    spec = importlib.util.spec_from_file_location("second_copy", compiled.__file__.replace(
-        "patches/compiled.py", "__init__.py"), submodule_search_locations=[compiled.__file__.rsplit("/patches/", 1)[0]])
+    from sage_attention_scope.patches.extras import compiled
+    pack_folder = compiled.__file__.rsplit("/patches/", 1)[0]
+    spec = importlib.util.spec_from_file_location("second_copy", f"{pack_folder}/__init__.py",
+                                                  submodule_search_locations=[pack_folder])
     second = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "second_copy", second)
     spec.loader.exec_module(second)
-    assert second.patches.compiled.OP_NAME != compiled.OP_NAME
+    assert second.patches.extras.compiled.OP_NAME != compiled.OP_NAME
     test_a_scoped_block_compiles_as_one_graph_and_matches_eager(session)
 
 
@@ -77,7 +78,7 @@ def test_inside_the_op_a_failing_kernel_still_falls_back_and_is_counted(session)
         eager, traced = _compiled_and_eager(scoped)
     torch.testing.assert_close(traced, eager, rtol=1e-5, atol=1e-5)
     gen = last_generation(session, "cpu")
-    assert gen["faults"] == {"other": 1} and gen["sdpa"] == {Reason.KERNEL_FAULT.value: 1}
+    assert gen["faults"] == {"other": 1} and gen["declined"] == {Reason.KERNEL_FAULT.value: 1}
 
 
 CALLS = [  # (what, q/k/v, keyword arguments): one call of each kind the router tells apart
@@ -113,9 +114,9 @@ def test_eager_and_compiled_calls_get_the_same_reason_from_the_one_decide(sessio
         traced = in_scope(scoped, torch.compile(run_all, backend="aot_eager", fullgraph=True))
     assert seen == eager_reasons and len(seen) == len(CALLS)
     assert last_generation(session, "cpu") == eager_counts
-    assert eager_counts["sdpa"] == {r.value: 1 for r in (Reason.TOO_SHORT, Reason.HEAD_DIM, Reason.DTYPE,
+    assert eager_counts["declined"] == {r.value: 1 for r in (Reason.TOO_SHORT, Reason.HEAD_DIM, Reason.DTYPE,
                                                            Reason.LOW_PRECISION_OPT_OUT, Reason.MASK)}
-    assert eager_counts["sage"] == 2 and eager_counts["masks_dropped"] == 1
+    assert eager_counts["kernel"] == 2 and eager_counts["masks_dropped"] == 1
     for a, b in zip(eager, traced):
         torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-5)
 
@@ -133,7 +134,7 @@ def test_comfyuis_torch_compile_wrapper_after_the_scope_samples(session):
         out = sample(compiled, cond, steps=2)
     torch.testing.assert_close(out, plain, rtol=1e-4, atol=1e-4)
     assert router_of(compiled) is router_of(scoped)
-    assert len(kernel.calls) == 4 and last_generation(session)["sage"] == 4
+    assert len(kernel.calls) == 4 and last_generation(session)["kernel"] == 4
 
 
 @pytest.mark.parametrize("fullgraph", [True])
@@ -148,4 +149,4 @@ def test_a_call_outside_the_scope_compiles_and_runs_comfyuis_attention(session, 
         out = fn(q, k, v)
     assert kernel.calls == []
     torch.testing.assert_close(out, attention(scoped, q, k, v, 2, skip_reshape=True), rtol=0, atol=0)
-    assert payload(session)["devices"]["cpu"]["session"]["sdpa"] == {Reason.OUTSIDE_SCOPE.value: 2}
+    assert payload(session)["devices"]["cpu"]["session"]["declined"] == {Reason.OUTSIDE_SCOPE.value: 2}

@@ -18,8 +18,8 @@ from sage_attention_scope.patches import Reason, Settings, families, scope_for_f
 from sage_attention_scope.patches.call import Call
 from sage_attention_scope.patches.backends import Bound
 from sage_attention_scope.patches.decide import bucket_key, decide
-from sage_attention_scope.patches.generation import Generation
-from sage_attention_scope.patches.knowledge import Knowledge
+from sage_attention_scope.patches.state.generation import Generation
+from sage_attention_scope.patches.state.knowledge import Knowledge
 from sage_attention_scope.patches.timing import Decision
 from sas_harness.doubles import CrossoverClock, RecordingKernel, make_kernel, registered
 from sas_harness.families import CASES, SAGE, model_of, needs_class, routed_step, routing_table, sample_case
@@ -138,7 +138,7 @@ def test_wan_i2v_clip_cross_attention_is_short_under_the_automatic_floor(session
     assert routing_table(counts) == expected
     assert set(_keys(kernel)) == keys_on_kernel
     if Reason.TOO_SHORT in expected:
-        assert f"SDPA {expected[Reason.TOO_SHORT]}: {Reason.TOO_SHORT.label}" in render(payload(session))
+        assert f"declined {expected[Reason.TOO_SHORT]}: {Reason.TOO_SHORT.label}" in render(payload(session))
     torch.testing.assert_close(routed, plain, **TOLERANCE)
 
 
@@ -229,8 +229,8 @@ def test_wan_s2v_calls_made_without_transformer_options_never_reach_the_scope(se
         torch.testing.assert_close(routed, plain, **TOLERANCE)
     else:
         # 0.3.75: the blocks and the audio injector run ComfyUI's own attention; nothing is counted
-        counted = payload(session)["devices"].get("cpu", {}).get("last_generation", {"sage": 0, "sdpa_total": 0})
-        assert counted["sage"] == counted["sdpa_total"] == 0 and kernel.calls == []
+        counted = payload(session)["devices"].get("cpu", {}).get("last_generation", {"kernel": 0, "declined_total": 0})
+        assert counted["kernel"] == counted["declined_total"] == 0 and kernel.calls == []
         assert torch.equal(routed, plain)
 
 
@@ -392,8 +392,8 @@ def test_wan_causal_ar_under_its_ar_video_sampler_never_reaches_the_scope(sessio
         routed = _sample_ar_video(scoped, case)
     assert frames == [0, 0, 1, 1] * 2
     assert payload(session)["generations"] == 1
-    counted = payload(session)["devices"].get("cpu", {}).get("last_generation", {"sage": 0, "sdpa_total": 0})
-    assert counted["sage"] == counted["sdpa_total"] == 0 and kernel.calls == []
+    counted = payload(session)["devices"].get("cpu", {}).get("last_generation", {"kernel": 0, "declined_total": 0})
+    assert counted["kernel"] == counted["declined_total"] == 0 and kernel.calls == []
     assert torch.equal(routed, plain)
 
 

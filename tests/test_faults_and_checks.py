@@ -48,11 +48,11 @@ def test_out_of_memory_moves_the_rest_of_the_generation_to_sdpa(session, model, 
     assert len(kernel.calls) == 1
     gen = last_generation(session)
     assert gen["faults"] == {Fault.OOM.value: 1}
-    assert gen["sdpa"] == {Reason.KERNEL_FAULT.value: 1, Reason.OOM_EARLIER.value: CALLS - 1}
+    assert gen["declined"] == {Reason.KERNEL_FAULT.value: 1, Reason.OOM_EARLIER.value: CALLS - 1}
     assert sum("out of memory" in r.getMessage() for r in caplog.records) == 1
     # The next generation tries the kernel again.
     generate(session, model, reference_attention)
-    assert last_generation(session)["sage"] == CALLS
+    assert last_generation(session)["kernel"] == CALLS
 
 
 @pytest.mark.parametrize("error", [
@@ -66,7 +66,7 @@ def test_triton_errors_in_a_row_retire_the_device(session, model, plain, error):
     assert len(kernel.calls) == TRITON_RETIRE_AFTER
     gen = last_generation(session)
     assert gen["faults"] == {Fault.TRITON.value: TRITON_RETIRE_AFTER}
-    assert gen["sdpa"] == {Reason.KERNEL_FAULT.value: TRITON_RETIRE_AFTER,
+    assert gen["declined"] == {Reason.KERNEL_FAULT.value: TRITON_RETIRE_AFTER,
                            Reason.DEVICE_RETIRED.value: CALLS - TRITON_RETIRE_AFTER}
     assert payload(session)["devices"][DEVICE]["retired"]
 
@@ -90,7 +90,7 @@ def test_other_kernel_errors_fall_back_per_call_and_log_once(session, model, pla
     assert torch.equal(out, plain)
     assert len(kernel.calls) == CALLS
     gen = last_generation(session)
-    assert gen["faults"] == {Fault.OTHER.value: CALLS} and gen["sdpa"] == {Reason.KERNEL_FAULT.value: CALLS}
+    assert gen["faults"] == {Fault.OTHER.value: CALLS} and gen["declined"] == {Reason.KERNEL_FAULT.value: CALLS}
     assert sum("illegal memory access" in r.getMessage() for r in caplog.records) == 1
 
 
@@ -106,7 +106,7 @@ def test_non_finite_output_fails_the_check(session, model, plain):
     assert len(kernel.calls) == 1
     gen = last_generation(session)
     assert gen["faults"] == {Fault.NON_FINITE.value: 1}
-    assert gen["sdpa"] == {Reason.CHECK_FAILED.value: CALLS}
+    assert gen["declined"] == {Reason.CHECK_FAILED.value: CALLS}
 
 
 def test_nan_after_the_check_reruns_the_step_on_sdpa(session, model, plain, caplog):
@@ -117,19 +117,19 @@ def test_nan_after_the_check_reruns_the_step_on_sdpa(session, model, plain, capl
     assert torch.equal(out, plain)
     assert len(kernel.calls) == 2
     gen = last_generation(session)
-    assert gen["sage"] == 0 and gen["sdpa"] == {Reason.CHECK_FAILED.value: CALLS}
+    assert gen["kernel"] == 0 and gen["declined"] == {Reason.CHECK_FAILED.value: CALLS}
     assert gen["faults"] == {Fault.NON_FINITE.value: 1}
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "NaN/inf" in warnings[0] and "ran again on ComfyUI's attention" in warnings[0]
 
 
 def test_finite_flags_are_read_once_per_step_not_per_call(session, model, monkeypatch):
-    from sage_attention_scope.patches.generation import Generation
+    from sage_attention_scope.patches.state.generation import Generation
     reads = []  # how many flags each read found
     take = Generation.take_bad_keys
     monkeypatch.setattr(Generation, "take_bad_keys", lambda self: reads.append(len(self.flags)) or take(self))
     generate(session, model, reference_attention)
-    assert last_generation(session)["sage"] == CALLS
+    assert last_generation(session)["kernel"] == CALLS
     assert sum(reads) == CALLS - 1  # the first call is the check's, compared in full
     assert len(reads) == STEPS + 1  # each step, and once at the end of the generation
 
@@ -139,7 +139,7 @@ def test_a_wrong_kernel_fails_the_first_call_check_and_its_key_falls_back(sessio
     out, kernel = generate(session, model, noisy)
     assert torch.equal(out, plain)
     assert len(kernel.calls) == 1
-    assert last_generation(session)["sdpa"] == {Reason.CHECK_FAILED.value: CALLS}
+    assert last_generation(session)["declined"] == {Reason.CHECK_FAILED.value: CALLS}
     [result] = payload(session)["devices"][DEVICE]["checks"]
     assert result["passed"] is False and result["rel_l2"] > MAX_REL_L2
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -147,7 +147,7 @@ def test_a_wrong_kernel_fails_the_first_call_check_and_its_key_falls_back(sessio
     # The key stays failed for the session: the next generation never calls the kernel.
     kernel.calls.clear()
     generate(session, model, noisy)
-    assert last_generation(session)["sdpa"] == {Reason.CHECK_FAILED.value: CALLS}
+    assert last_generation(session)["declined"] == {Reason.CHECK_FAILED.value: CALLS}
 
 
 def test_without_the_check_a_wrong_kernel_would_reach_the_output(session, model, plain):
@@ -160,7 +160,7 @@ def test_a_passing_check_runs_once_per_key(session, model):
     generate(session, model, reference_attention)
     [result] = payload(session)["devices"][DEVICE]["checks"]
     assert result["passed"] and result["key"] == f"{DEVICE} float32 d32 short keys double"
-    assert payload(session)["devices"][DEVICE]["session"]["sage"] == 2 * CALLS
+    assert payload(session)["devices"][DEVICE]["session"]["kernel"] == 2 * CALLS
 
 
 def test_classify():
@@ -206,7 +206,7 @@ def test_a_step_the_model_itself_makes_non_finite_runs_again_once_and_stands(ses
     assert torch.isnan(out).all() and torch.isnan(plain).all()  # the result is the model's own
     assert len(forwards) == STEPS + 1  # step 1 once more with the kernel off, then never again
     gen = last_generation(session)
-    assert gen["faults"] == {Fault.NON_FINITE.value: 1} and gen["sage"] == 0
-    assert gen["sdpa"] == {Reason.CHECK_FAILED.value: CALLS}
+    assert gen["faults"] == {Fault.NON_FINITE.value: 1} and gen["kernel"] == 0
+    assert gen["declined"] == {Reason.CHECK_FAILED.value: CALLS}
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert sum("model itself made the NaN/inf" in w for w in warnings) == 1

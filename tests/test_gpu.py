@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from sage_attention_scope.nodes.status import payload
 from sage_attention_scope.patches import Reason, Settings, apply_scope, backends, checks, timing
-from sage_attention_scope.patches.ledger import COMFY_ROUTE
+from sage_attention_scope.patches.state.ledger import COMFY_ROUTE
 from sas_harness.gpu import build_tiny_flux_d128, kernel_on, record
 from sas_harness.models import TINY_FLUX, build, flux_conditioning, sample
 from sas_harness.run import attention, in_scope, last_generation, run_kernel
@@ -83,7 +83,7 @@ def test_key_length_77_is_routed_to_sdpa_by_the_threshold(session, kernel):
     model = build_tiny_flux_d128()
     scoped = apply_scope(model, Settings(kernel=CHOICE), session)
     out = in_scope(scoped, lambda: attention(scoped, q, k, v, 10, skip_reshape=True))
-    assert last_generation(session, "cuda:0")["sdpa"] == {Reason.TOO_SHORT.value: 1}
+    assert last_generation(session, "cuda:0")["declined"] == {Reason.TOO_SHORT.value: 1}
     torch.testing.assert_close(out.float(), ref.transpose(1, 2).reshape(2, 16384, 640), atol=2e-2, rtol=2e-2)
 
 
@@ -104,7 +104,7 @@ def test_scoped_flux_runs_every_call_on_the_real_kernel(session, kernel):
     routed = sample(apply_scope(model, Settings(kernel=CHOICE, min_seq_len=1), session), cond,
                     latent_hw=(64, 64), steps=2)
     gen = last_generation(session, "cuda:0")
-    assert gen["sage"] == 2 * 4 and gen["sdpa_total"] == 0
+    assert gen["kernel"] == 2 * 4 and gen["declined_total"] == 0
     cosine, rel_l2, finite = checks.compare(routed, plain)
     [check] = payload(session)["devices"]["cuda:0"]["checks"]
     record(test="tiny_flux_two_steps", kernel=kernel.name, version=kernel.version, cosine=cosine, rel_l2=rel_l2,
@@ -135,7 +135,7 @@ def test_torch_compile_fullgraph_of_a_scoped_block_matches_eager(session, kernel
         eager = in_scope(scoped, lambda: block(x, vec=vec, pe=pe, transformer_options=options))
         traced = in_scope(scoped, lambda: compiled(x, vec=vec, pe=pe, transformer_options=options))
         reference = block(x, vec=vec, pe=pe)  # outside the scope: SDPA
-    assert last_generation(session, "cuda:0")["sage"] == 1
+    assert last_generation(session, "cuda:0")["kernel"] == 1
     cosine, rel_l2, finite = checks.compare(traced, eager)
     vs_sdpa = checks.compare(traced, reference)
     record(test="compile_fullgraph_single_block", kernel=kernel.name, version=kernel.version, cosine_vs_eager=cosine,
@@ -150,7 +150,7 @@ def test_torch_compile_fullgraph_of_a_scoped_block_matches_eager(session, kernel
     compiled_attend = torch.compile(attend, fullgraph=True)
     eager_out = in_scope(scoped, lambda: attend(q, k, v))
     traced_out = in_scope(scoped, lambda: compiled_attend(q, k, v))
-    assert last_generation(session, "cuda:0")["sage"] == 1
+    assert last_generation(session, "cuda:0")["kernel"] == 1
     plain_out = attend(q, k, v)  # outside the scope: SDPA
     same = checks.compare(traced_out, eager_out)
     vs_plain = checks.compare(traced_out, plain_out)
@@ -172,8 +172,8 @@ def test_fp8_weights_with_bf16_activations_run_on_the_kernel(session, kernel):
     gen = last_generation(session, "cuda:0")
     cosine, rel_l2, finite = checks.compare(routed, plain)
     record(test="fp8_weights_tiny_flux", kernel=kernel.name, version=kernel.version, cosine=cosine, rel_l2=rel_l2,
-           sage=gen["sage"])
-    assert gen["sage"] == 2 * 2 and gen["sdpa_total"] == 0
+           sage=gen["kernel"])
+    assert gen["kernel"] == 2 * 2 and gen["declined_total"] == 0
     assert finite and cosine >= 0.99
 
 
@@ -200,7 +200,7 @@ def test_partially_loaded_lowvram_model_runs_on_the_kernel(session, kernel, monk
            cosine=cosine, rel_l2=rel_l2, loaded_mib=model.loaded_size() / 2**20, model_mib=model.model_size() / 2**20)
     mm.unload_all_models()
     assert partial
-    assert gen["sage"] == 2 * 3 and finite and cosine >= 0.99
+    assert gen["kernel"] == 2 * 3 and finite and cosine >= 0.99
 
 
 @pytest.mark.parametrize("tokens", [4608, 16896], ids=["FLUX 1024²", "FLUX 2048²"])
@@ -225,9 +225,9 @@ def test_comfy_kitchen_is_checked_and_routing_keeps_sdpa_where_it_is_slower(toke
            check=check, routing=decision, counts=gen)
     assert check["passed"]
     if decision["use_kernel"]:
-        assert gen["sage"] == calls
+        assert gen["kernel"] == calls
     else:
-        assert gen["sdpa"].get(Reason.MEASURED_SLOWER.value, 0) >= 0.95 * calls
+        assert gen["declined"].get(Reason.MEASURED_SLOWER.value, 0) >= 0.95 * calls
 
 
 def test_the_kv77_trap_a_tiny_sdxl_generation_with_every_call_eligible(session, kernel):

@@ -36,7 +36,7 @@ def _run(server, seed: int) -> dict:
 def _session(entry: dict) -> tuple[int, int]:
     """(calls on the kernel this session, generations) as the prompt's Status node reported them."""
     payload = entry["outputs"]["6"]["sage_attention_status"][0]
-    return payload["devices"]["cpu"]["session"]["sage"], payload["generations"]
+    return payload["devices"]["cpu"]["session"]["kernel"], payload["generations"]
 
 
 def test_hundreds_of_prompts_from_four_threads_all_succeed_count_exactly_and_keep_memory_flat(server, capsys):
@@ -53,7 +53,7 @@ def test_hundreds_of_prompts_from_four_threads_all_succeed_count_exactly_and_kee
     rss_after = process.memory_info().rss
     failed = [e["status"] for e in entries if e["status"]["status_str"] != "success"]
     assert not failed, failed[:3]
-    assert all(e["outputs"]["6"]["sage_attention_status"][0]["devices"]["cpu"]["last_generation"]["sage"] == BLOCKS
+    assert all(e["outputs"]["6"]["sage_attention_status"][0]["devices"]["cpu"]["last_generation"]["kernel"] == BLOCKS
                for e in entries)
     final = _session(_run(server, next(seeds)))
     assert final == (kernel_before + (PROMPTS + 1) * BLOCKS, generations_before + PROMPTS + 1)

@@ -28,7 +28,7 @@ def test_a_scoped_and_an_unscoped_model_in_one_graph(session):
         scoped = apply_scope(base, Settings(kernel="double", min_seq_len=1), session)
         for _ in range(2):  # interleaved, as a base + refiner graph runs them
             torch.testing.assert_close(sample(scoped, cond), plain_base, rtol=1e-4, atol=1e-4)
-            assert last_generation(session)["sage"] == CALLS
+            assert last_generation(session)["kernel"] == CALLS
             assert torch.equal(sample(refiner, cond), plain_refiner)
     assert len(kernel.calls) == 2 * CALLS  # only the scoped model's calls
 
@@ -41,11 +41,11 @@ def test_two_scoped_models_each_keep_their_own_settings(session):
         eager = apply_scope(first, Settings(kernel="double", min_seq_len=1), session)
         strict = apply_scope(second, Settings(kernel="double", min_seq_len=10_000), session)
         sample(eager, cond)
-        assert routing_table(last_generation(session)) == {"sage": CALLS}
+        assert routing_table(last_generation(session)) == {"kernel": CALLS}
         sample(strict, cond)
         assert routing_table(last_generation(session)) == {Reason.TOO_SHORT: CALLS}
         sample(eager, cond)
-        assert routing_table(last_generation(session)) == {"sage": CALLS}
+        assert routing_table(last_generation(session)) == {"kernel": CALLS}
 
 
 def _sdxl():
@@ -73,7 +73,7 @@ def test_attention_replacement_patches_keep_working_inside_the_scope(session):
         torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)
         expected = dict(SDXL.per_step)
         if not reaches_the_scope:  # that one call is the patch's own, on SDPA, and never counted
-            expected["sage"] -= 1
+            expected["kernel"] -= 1
         assert routing_table(last_generation(session)) == expected
 
 
@@ -91,8 +91,8 @@ def test_attn2_patches_that_rewrite_the_context_run_before_the_scope_decides(ses
         # 77 + 3 text tokens now reach the threshold of 78: cross-attention at level 0 qualifies
         routed = sample_case(apply_scope(model, Settings(kernel="double", min_seq_len=SDXL.min_seq_len), session), SDXL)
     torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)
-    level0_blocks = SDXL.per_step["sage"]
-    assert last_generation(session)["sage"] == 2 * level0_blocks
+    level0_blocks = SDXL.per_step["kernel"]
+    assert last_generation(session)["kernel"] == 2 * level0_blocks
 
 
 def test_device_state_is_kept_per_device(session):

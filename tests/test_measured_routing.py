@@ -47,8 +47,8 @@ def test_bucket_goes_to_the_faster_arm(session, model, sage_ms, sdpa_ms, on_sage
     fake = FakeClock(sage_ms, sdpa_ms)
     calls(session, model, MEASURED, [(32, 64)] * 3, fake)
     counts = last_generation(session, "cpu")
-    assert counts["sage"] == (3 if on_sage else 0)
-    assert counts["sdpa"] == ({} if on_sage else {Reason.MEASURED_SLOWER.value: 3})
+    assert counts["kernel"] == (3 if on_sage else 0)
+    assert counts["declined"] == ({} if on_sage else {Reason.MEASURED_SLOWER.value: 3})
     assert fake.timed == ["comfy", "kernel"] * timing.ROUNDS, "timed once per bucket (interleaved rounds), not per call"
 
 
@@ -83,7 +83,7 @@ def test_a_failing_kernel_never_wins(session, model):
         in_scope(scoped, lambda: attention(scoped, q, k, v, 2, skip_reshape=True))
     (decision,) = session.knowledge.decisions.values()
     assert decision.kernel_ms is None and not decision.use_kernel
-    assert last_generation(session, "cpu")["sdpa"] == {Reason.KERNEL_FAULT.value: 1}
+    assert last_generation(session, "cpu")["declined"] == {Reason.KERNEL_FAULT.value: 1}
 
 
 def test_decision_holds_for_the_session_and_always_skips_timing(session, model):
@@ -91,11 +91,11 @@ def test_decision_holds_for_the_session_and_always_skips_timing(session, model):
     calls(session, model, MEASURED, [(32, 64)], fake)
     calls(session, model, MEASURED, [(32, 64)], fake)
     assert fake.timed == ["comfy", "kernel"] * timing.ROUNDS
-    assert payload(session)["devices"]["cpu"]["session"]["sdpa"] == {Reason.MEASURED_SLOWER.value: 2}
+    assert payload(session)["devices"]["cpu"]["session"]["declined"] == {Reason.MEASURED_SLOWER.value: 2}
     always = FakeClock(3.0, 2.0)
     assert len(calls(session, model, Settings(kernel="double", min_seq_len=8, routing="always"),
                      [(32, 64)], always)) == 1
-    assert always.timed == [] and last_generation(session, "cpu")["sage"] == 1
+    assert always.timed == [] and last_generation(session, "cpu")["kernel"] == 1
 
 
 def test_status_shows_the_decisions(session, model):
@@ -151,11 +151,11 @@ def test_a_decision_two_sessions_agreed_on_is_reused_without_timing(model, tmp_p
     path = tmp_path / routing_store.FILE
     for _ in range(routing_store.AGREEMENTS_TO_USE):
         fake = FakeClock(1.0, 2.0)
-        assert _session(model, path, fake)[0]["sage"] == 1
+        assert _session(model, path, fake)[0]["kernel"] == 1
         assert fake.timed, "one session's measurement is not enough to skip timing"
     fake = FakeClock(5.0, 1.0)  # would say SDPA now; the agreed decision stands
     counts, later = _session(model, path, fake)
-    assert counts["sage"] == 1 and fake.timed == []
+    assert counts["kernel"] == 1 and fake.timed == []
     [decision] = later.knowledge.decisions.values()
     assert decision.saved and decision.use_kernel and "(saved)" in render(payload(later))
 
@@ -186,7 +186,7 @@ def test_a_saved_decision_serves_only_the_setup_that_measured_it(model, tmp_path
 def test_an_unusable_store_is_said_once_and_measuring_goes_on(model, tmp_path, caplog_sas):
     (tmp_path / "a_file").write_text("not a folder")
     fake = FakeClock(1.0, 2.0)
-    assert _session(model, tmp_path / "a_file" / routing_store.FILE, fake)[0]["sage"] == 1 and fake.timed
+    assert _session(model, tmp_path / "a_file" / routing_store.FILE, fake)[0]["kernel"] == 1 and fake.timed
     said = [r.getMessage() for r in caplog_sas.records if "saved routing decisions" in r.getMessage()]
     assert len(said) == 1 and "could not write" in said[0]
     corrupt = tmp_path / "corrupt.json"
@@ -262,7 +262,7 @@ def test_routing_follows_the_pace_of_the_last_step(session, model):
                 routed.append(len(kernel.calls) > before)
             return routed
         assert in_scope(scoped, generation) == [True, False, True]
-    assert last_generation(session)["sdpa"] == {Reason.MEASURED_SLOWER.value: 1}
+    assert last_generation(session)["declined"] == {Reason.MEASURED_SLOWER.value: 1}
 
 
 def test_a_step_that_checks_or_times_a_kernel_is_marked_as_having_waited(session, model):
@@ -284,7 +284,7 @@ def test_a_step_that_checks_or_times_a_kernel_is_marked_as_having_waited(session
 
 
 def test_a_generation_on_the_cpu_times_no_step_and_keeps_the_devices_verdict():
-    from sage_attention_scope.patches.generation import Generation
+    from sage_attention_scope.patches.state.generation import Generation
     generation = Generation()
     for device in (torch.device("cpu"), None):  # None: a latent without one device (LTX-2's nested one)
         generation.step_started(device)

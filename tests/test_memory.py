@@ -45,7 +45,7 @@ def test_gguf_style_custom_operations_route_like_comfyuis_own_layers(session):
     kernel = RecordingKernel()
     with registered(session, make_kernel("double", kernel)):
         routed = sample(apply_scope(model, SCOPED, session), flux_conditioning())
-    assert last_generation(session)["sage"] == CALLS_PER_STEP == len(kernel.calls)
+    assert last_generation(session)["kernel"] == CALLS_PER_STEP == len(kernel.calls)
     assert all(call["q"].is_floating_point() for call in kernel.calls)  # activations, not the int8 storage
     torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)
 
@@ -71,5 +71,5 @@ def test_gpu_only_keeps_everything_on_the_torch_device_and_routes_alike(session,
     plain = sample(model, flux_conditioning())
     with registered(session, make_kernel("double", RecordingKernel())):
         routed = sample(apply_scope(model, SCOPED, session), flux_conditioning())
-    assert last_generation(session, str(device))["sage"] == CALLS_PER_STEP
+    assert last_generation(session, str(device))["kernel"] == CALLS_PER_STEP
     torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)

@@ -134,10 +134,10 @@ def test_status_node_reports_counts_and_resets(session):
     out = SageAttentionStatus.execute(after=None, reset_counters=True)
     text = out.result[0]
     assert f"{DEVICE}: double" in text and f"check {DEVICE} float32 d32 short keys double: passed" in text
-    assert f"{DEVICE}: 2 on the kernel, 2 on SDPA" in text and Reason.TOO_SHORT.label in text
+    assert f"{DEVICE}: 2 on the kernel, 2 on ComfyUI's attention" in text and Reason.TOO_SHORT.label in text
     shown = out.ui["sage_attention_status"][0]
-    assert shown["devices"][DEVICE]["session"]["sage"] == 2
-    assert payload(session)["devices"][DEVICE]["session"]["sage"] == 0  # reset after showing
+    assert shown["devices"][DEVICE]["session"]["kernel"] == 2
+    assert payload(session)["devices"][DEVICE]["session"]["kernel"] == 0  # reset after showing
     assert SageAttentionStatus.fingerprint_inputs() != SageAttentionStatus.fingerprint_inputs()  # NaN: never cached
 
 
@@ -163,13 +163,13 @@ def test_status_tells_this_run_from_the_session(session):
     assert [m["model"] for m in first["run"]] == ["FLUX.1 (Flux)"]
     shown = second.ui["sage_attention_status"][0]
     assert [m["model"] for m in shown["run"]] == ["Qwen-Image (QwenImage)"]
-    assert shown["run"][0]["devices"][DEVICE]["sage"] == TINY_QWEN_IMAGE["num_layers"]
+    assert shown["run"][0]["devices"][DEVICE]["kernel"] == TINY_QWEN_IMAGE["num_layers"]
     assert shown["run"][0]["sampling_ms"] > 0 and "sampling" in second.result[0]
     assert {m["model"] for m in shown["models"]} == {"FLUX.1 (Flux)", "Qwen-Image (QwenImage)"}  # the session
     assert "no scoped model in this run" in _status_in("third, without a Scope").result[0]
     SageAttentionStatus.execute(after=None, reset_counters=True)
     after = payload(session, "second")
-    assert after["run"] == [] and after["models"] == [] and after["devices"][DEVICE]["session"]["sage"] == 0
+    assert after["run"] == [] and after["models"] == [] and after["devices"][DEVICE]["session"]["kernel"] == 0
 
 
 def test_a_chain_of_scopes_the_first_off_shows_one_line_for_the_model(session):
@@ -184,7 +184,7 @@ def test_a_chain_of_scopes_the_first_off_shows_one_line_for_the_model(session):
     text, snap = shown.result[0], shown.ui["sage_attention_status"][0]
     this_run = text.split("\n\n")[1].splitlines()
     assert this_run[:2] == ["This run:", "  model FLUX.1 (Flux): scoped"], text
-    assert this_run[3] == f"    {DEVICE}: 2 on the kernel, 0 on SDPA" and len(this_run) == 4, text
+    assert this_run[3] == f"    {DEVICE}: 2 on the kernel, 0 on ComfyUI's attention" and len(this_run) == 4, text
     assert "Scope off" not in text
     assert [m["model"] for m in snap["run"]] == [m["model"] for m in snap["models"]] == ["FLUX.1 (Flux)"]
 
@@ -233,7 +233,8 @@ def test_status_says_what_to_install_where_auto_has_no_sageattention_2(session):
     kitchen = library(int8_attention=int8_attention, int8_attention_is_available=int8_attention_is_available)
     # an H200 with PyPI's SageAttention 1 only: it names what it found and what the GPU needs
     advice, = install_advice(_session_on((9, 0), sageattention=sage1), [CUDA0])
-    assert advice.startswith("cuda:0 (sm90): auto found only SageAttention 1") and "faster than SDPA" in advice
+    assert advice.startswith("cuda:0 (sm90): auto found only SageAttention 1")
+    assert "faster than ComfyUI's attention" in advice
     assert not any(gpu in advice for gpu in ("H100", "H200")), "UI text names no GPU's figures (docs/measured.md)"
     assert advice.endswith(f"This GPU would need SageAttention 2 (sage2_fp8_sm90), built from source: {INSTALL_DOCS}")
     # an RTX 4090 with comfy-kitchen only; a Turing card with nothing at all

@@ -89,8 +89,8 @@ def test_a_missing_cuda_library_at_import_keeps_comfyuis_attention_and_says_why(
     assert "fa4" not in [b.name for b in session.knowledge.kernel("exact", CPU).candidates]
     q, k, v = hnd(n=64, d=64, dtype=BF16)
     [out], counts = routed(session, named("fa4"), [(q, k, v, {})])
-    assert counts["sage"] == 0 and sum(counts["sdpa"].values()) == 1 and counts["faults"] == {}
-    assert set(counts["sdpa"]) <= {Reason.NO_KERNEL.value, Reason.NOT_CUDA.value}  # (the CPU's tensors: NOT_CUDA)
+    assert counts["kernel"] == 0 and sum(counts["declined"].values()) == 1 and counts["faults"] == {}
+    assert set(counts["declined"]) <= {Reason.NO_KERNEL.value, Reason.NOT_CUDA.value}  # (the CPU's tensors: NOT_CUDA)
     assert torch.equal(out, comfy(q, k, v))
     assert "libcuda.so.1" in render(payload(session))
 
@@ -158,7 +158,7 @@ def test_flashattention_4_gets_b_n_h_d_views_and_returns_comfyuis_result(flash, 
     q, k, v = hnd(b=2, h=2, n=64, d=64, dtype=BF16)
     call = (q, k, v, {}) if layout == "HND" else (*nhd(q, k, v), {"heads": 2})
     [out], counts = routed(session, named("fa4"), [call])
-    assert counts["sage"] == 1 and counts["faults"] == {} and counts["copied"] == 0
+    assert counts["kernel"] == 1 and counts["faults"] == {} and counts["copied"] == 0
     [received] = flash.calls
     assert received["shape"] == (2, 64, 2, 64) and received["softmax_scale"] is None and received["causal"] is False
     if layout == "HND":  # (B, N, H, D) views of the (B, H, N, D) tensors: no copy
@@ -177,7 +177,7 @@ def test_a_custom_softmax_scale_reaches_the_kernel(flash, cudnn, kernel):
     [out], counts = routed(session, named(kernel, first_call_check=False), [(q, k, v, {"scale": 0.3})])
     expected = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), scale=0.3)
     _, rel_l2, finite = checks.compare(out, expected.transpose(1, 2).reshape(out.shape))
-    assert counts["sage"] == 1 and finite
+    assert counts["kernel"] == 1 and finite
     assert rel_l2 < (checks.MAX_REL_L2_EXACT if backends.REGISTRY[kernel].exact else checks.MAX_REL_L2)
     assert (flash.calls[0]["softmax_scale"] if kernel == "fa4" else cudnn.builds[0]["attn_scale"]) == 0.3
 
@@ -192,7 +192,7 @@ def test_cudnn_graphs_declare_the_tensors_real_strides_and_return_comfyuis_resul
     k = k + 2.0  # keys with an offset, as diffusion models' keys have
     call = (q, k, v, {}) if layout == "HND" else (*nhd(q, k, v), {"heads": 2})
     [out], counts = routed(session, named(kernel), [call])
-    assert counts["sage"] == 1 and counts["faults"] == {} and counts["sdpa"] == {}
+    assert counts["kernel"] == 1 and counts["faults"] == {} and counts["declined"] == {}
     [build] = cudnn.builds
     assert build["q"][:2] == ([2, 2, 64, 64], [8192, 4096, 64, 1] if layout == "HND" else [8192, 64, 128, 1])
     assert build["attn_scale"] == pytest.approx(64 ** -0.5) and build["handle"] is cudnn.handles[0]
@@ -211,7 +211,7 @@ def test_fp8_passes_its_descales_and_scales_and_keeps_within_the_quantised_bound
     assert build["op"] == "sdpa_fp8" and build["q"][2].name == "FP8_E4M3" and build["sdpa_fp8::O"][2].name == "BFLOAT16"
     assert {"descale_q", "descale_k", "descale_v", "descale_s", "scale_s", "scale_o", "sdpa_fp8::Amax_O"} <= set(build)
     check = next(iter(session.knowledge.checks.values()))
-    assert check.passed and 0 < check.rel_l2 < 0.1 and counts["sage"] == 1
+    assert check.passed and 0 < check.rel_l2 < 0.1 and counts["kernel"] == 1
 
 
 @pytest.mark.parametrize("smooth_k", [False, True])
@@ -225,7 +225,7 @@ def test_fp8_smooths_k_where_the_node_says_and_the_check_judges_the_difference(c
     [out], counts = routed(session, named("cudnn_fe_fp8", smooth_k=smooth_k), [(q, k, v, {})])
     check = next(iter(session.knowledge.checks.values()))
     assert check.passed is smooth_k and (check.rel_l2 < 0.1) is smooth_k
-    assert counts["sdpa"] == ({} if smooth_k else {Reason.CHECK_FAILED.value: 1})
+    assert counts["declined"] == ({} if smooth_k else {Reason.CHECK_FAILED.value: 1})
     assert torch.equal(k, k_before)  # smoothed in a copy
     torch.testing.assert_close(out, comfy(q, k, v), rtol=0.1, atol=0.1)
 
@@ -237,7 +237,7 @@ def test_a_compile_error_at_the_first_call_keeps_comfyuis_attention_counted(cudn
     session = machine({"flash_attn.cute": flash.module(), "cudnn": cudnn.module()})
     q, k, v = hnd(n=64, d=64, dtype=BF16)
     outs, counts = routed(session, named("fa4"), [(q, k, v, {})] * 2)
-    assert counts["faults"] == {Fault.OTHER.value: 2} and counts["sdpa"] == {Reason.KERNEL_FAULT.value: 2}
+    assert counts["faults"] == {Fault.OTHER.value: 2} and counts["declined"] == {Reason.KERNEL_FAULT.value: 2}
     assert all(torch.equal(out, comfy(q, k, v)) for out in outs) and flash.events == ["compile", "compile"]
 
 
@@ -246,7 +246,7 @@ def test_a_graph_cudnn_cannot_build_keeps_comfyuis_attention_counted():
     session = machine({"cudnn": cudnn.module()})
     q, k, v = hnd(n=64, d=64, dtype=BF16)
     [out], counts = routed(session, named("cudnn_fe_bf16"), [(q, k, v, {})])
-    assert counts["faults"] == {Fault.OTHER.value: 1} and counts["sdpa"] == {Reason.KERNEL_FAULT.value: 1}
+    assert counts["faults"] == {Fault.OTHER.value: 1} and counts["declined"] == {Reason.KERNEL_FAULT.value: 1}
     assert torch.equal(out, comfy(q, k, v)) and cudnn.events == ["build"]
 
 
@@ -256,7 +256,7 @@ def test_a_head_size_the_kernel_does_not_take_keeps_comfyuis_attention(flash, cu
     session = machine({"flash_attn.cute": flash.module(), "cudnn": cudnn.module()})
     q, k, v = hnd(n=64, d=head_dim, dtype=BF16)
     [out], counts = routed(session, named(kernel), [(q, k, v, {})])
-    assert counts["sdpa"] == {Reason.HEAD_DIM.value: 1} and flash.calls == [] and cudnn.events == []
+    assert counts["declined"] == {Reason.HEAD_DIM.value: 1} and flash.calls == [] and cudnn.events == []
     assert torch.equal(out, comfy(q, k, v))
 
 
@@ -268,7 +268,7 @@ def test_fp32_and_masked_calls_keep_comfyuis_attention(flash, cudnn, kernel):
     masking[:, ::3] = -1e4  # not keys dropped for every query alike: a real mask
     q32, k32, v32 = hnd(n=64, d=64)
     outs, counts = routed(session, named(kernel), [(q, k, v, {"mask": masking}), (q32, k32, v32, {})])
-    assert counts["sdpa"] == {Reason.MASK.value: 1, Reason.DTYPE.value: 1} and counts["sage"] == 0
+    assert counts["declined"] == {Reason.MASK.value: 1, Reason.DTYPE.value: 1} and counts["kernel"] == 0
     assert flash.calls == [] and cudnn.events == []
     assert torch.equal(outs[1], comfy(q32, k32, v32))
 
@@ -284,7 +284,7 @@ def test_the_first_call_check_catches_a_nan_output(cudnn):
     session = machine({"flash_attn.cute": flash.module(), "cudnn": cudnn.module()})
     q, k, v = hnd(n=64, d=64, dtype=BF16)
     outs, counts = routed(session, named("fa4"), [(q, k, v, {})] * 2)
-    assert counts["faults"] == {Fault.NON_FINITE.value: 1} and counts["sdpa"] == {Reason.CHECK_FAILED.value: 2}
+    assert counts["faults"] == {Fault.NON_FINITE.value: 1} and counts["declined"] == {Reason.CHECK_FAILED.value: 2}
     assert len(flash.calls) == 1 and all(torch.equal(out, comfy(q, k, v)) for out in outs)
 
 
@@ -294,7 +294,7 @@ def test_the_first_call_check_catches_a_wrong_output(flash, kernel):
     session = machine({"flash_attn.cute": flash.module(), "cudnn": cudnn.module()})
     q, k, v = hnd(n=64, d=64, dtype=BF16)
     outs, counts = routed(session, named(kernel), [(q, k, v, {})] * 2)
-    assert counts["sdpa"] == {Reason.CHECK_FAILED.value: 2} and counts["sage"] == 0
+    assert counts["declined"] == {Reason.CHECK_FAILED.value: 2} and counts["kernel"] == 0
     assert cudnn.events == ["build", "execute"] and all(torch.equal(out, comfy(q, k, v)) for out in outs)
 
 
@@ -304,7 +304,7 @@ def test_an_exact_kernel_is_held_to_exact_rounding(cudnn):
     session = machine({"flash_attn.cute": flash.module(), "cudnn": cudnn.module()})
     q, k, v = hnd(n=64, d=64, dtype=BF16)
     _, counts = routed(session, named("fa4"), [(q, k, v, {})])
-    assert counts["sdpa"] == {Reason.CHECK_FAILED.value: 1}
+    assert counts["declined"] == {Reason.CHECK_FAILED.value: 1}
 
 
 # -- a graph per configuration, the compile before the timing ---------------------------------
@@ -350,7 +350,7 @@ def test_the_compile_and_the_graph_build_come_before_the_timed_rounds(first_call
     assert events[:first_timed].count("compile") == 1 and events[:first_timed].count("build") == 1
     assert "compile" not in events[first_timed:] and "build" not in events[first_timed:]
     assert events.count("timed kernel") == 2 * timing.ROUNDS  # two candidates, each in every round
-    assert counts["sage"] == 2
+    assert counts["kernel"] == 2
     torch.testing.assert_close(outs[1], comfy(q, k, v), rtol=1e-2, atol=1e-2)
 
 

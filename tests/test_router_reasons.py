@@ -40,7 +40,7 @@ def test_each_reason_keeps_sdpa_and_is_counted(session, model, case, settings, s
     q, k, v = make()
     out, calls, counts = run(session, model, settings, q, k, v, q.shape[1], spec=spec, skip_reshape=True, **kwargs)
     assert calls == []
-    assert counts["sage"] == 0 and counts["sdpa"] == {reason.value: 1}
+    assert counts["kernel"] == 0 and counts["declined"] == {reason.value: 1}
     assert torch.equal(out, plain_attention(q, k, v, q.shape[1], skip_reshape=True, **kwargs))
 
 
@@ -63,7 +63,7 @@ def test_grouped_query_calls_reach_the_kernel_with_k_and_v_repeated_to_the_query
     if not skip_reshape:  # (B, N, H*D), as ComfyUI hands the projections before splitting heads
         q, k, v = (t.transpose(1, 2).flatten(-2) for t in (q, k, v))
     out, calls, counts = run(session, model, ON, q, k, v, 4, skip_reshape=skip_reshape, enable_gqa=True)
-    assert counts["sage"] == 1 and counts["copied"] == 1 and counts["sdpa"] == {}
+    assert counts["kernel"] == 1 and counts["copied"] == 1 and counts["declined"] == {}
     heads_axis = 1 if skip_reshape else 2
     assert calls[0]["k"].shape[heads_axis] == 4
     torch.testing.assert_close(out, plain_attention(q, k, v, 4, skip_reshape=skip_reshape, enable_gqa=True))
@@ -74,7 +74,7 @@ def test_a_last_dimension_not_contiguous_is_copied_for_the_kernel(session, model
     the kernel gets contiguous copies (SageAttention reads rows), counted copied, and the result is SDPA's."""
     q, k, v = (t.transpose(-1, -2) for t in hnd(n=64, d=64))  # (B, H, N, D) whose last dimension has stride N
     out, calls, counts = run(session, model, ON, q, k, v, 2, skip_reshape=True)
-    assert counts["sage"] == 1 and counts["copied"] == 1
+    assert counts["kernel"] == 1 and counts["copied"] == 1
     assert all(calls[0][t].is_contiguous() for t in ("q", "k", "v"))
     torch.testing.assert_close(out, plain_attention(q, k, v, 2, skip_reshape=True))
 
@@ -83,7 +83,7 @@ def test_short_key_alone_keeps_sdpa(session, model):
     q, _, _ = hnd(n=64)
     _, k, v = hnd(n=16)
     _, calls, counts = run(session, model, Settings(kernel="double", min_seq_len=32), q, k, v, 2, skip_reshape=True)
-    assert calls == [] and counts["sdpa"] == {Reason.TOO_SHORT.value: 1}
+    assert calls == [] and counts["declined"] == {Reason.TOO_SHORT.value: 1}
 
 
 def test_a_mask_that_masks_keeps_sdpa(session, model):
@@ -91,7 +91,7 @@ def test_a_mask_that_masks_keeps_sdpa(session, model):
     mask = torch.zeros(1, 1, 32, 32)
     mask[..., :4] = float("-inf")
     out, calls, counts = run(session, model, ON, q, k, v, 2, skip_reshape=True, mask=mask)
-    assert calls == [] and counts["sdpa"] == {Reason.MASK.value: 1}
+    assert calls == [] and counts["declined"] == {Reason.MASK.value: 1}
     assert torch.equal(out, plain_attention(q, k, v, 2, skip_reshape=True, mask=mask))
 
 
@@ -99,7 +99,7 @@ def test_a_mask_that_masks_keeps_sdpa(session, model):
 def test_a_mask_that_masks_nothing_is_dropped(session, model, mask):
     q, k, v = hnd()
     out, calls, counts = run(session, model, ON, q, k, v, 2, skip_reshape=True, mask=mask)
-    assert len(calls) == 1 and counts["sage"] == 1 and counts["masks_dropped"] == 1
+    assert len(calls) == 1 and counts["kernel"] == 1 and counts["masks_dropped"] == 1
     torch.testing.assert_close(out, plain_attention(q, k, v, 2, skip_reshape=True), rtol=1e-5, atol=1e-5)
 
 
@@ -109,7 +109,7 @@ def test_hnd_inputs_pass_through_without_copies(session, model):
     got = calls[0]
     assert got["layout"] == "HND"
     assert all(got[n] is t for n, t in zip("qkv", (q, k, v)))
-    assert out.shape == (1, 32, 2 * 64) and counts["sage"] == 1
+    assert out.shape == (1, 32, 2 * 64) and counts["kernel"] == 1
     torch.testing.assert_close(out, plain_attention(q, k, v, 2, skip_reshape=True), rtol=1e-5, atol=1e-5)
 
 
@@ -120,7 +120,7 @@ def test_nhd_inputs_are_views_and_outputs_match_comfyui(session, model, skip_out
     got = calls[0]
     assert got["layout"] == "NHD" and got["q"].shape == (1, 32, 2, 64)
     assert all(got[n].data_ptr() == t.data_ptr() for n, t in zip("qkv", (q, k, v)))
-    assert out.shape == shape and counts["sage"] == 1
+    assert out.shape == shape and counts["kernel"] == 1
     torch.testing.assert_close(out, plain_attention(q, k, v, 2, skip_output_reshape=skip_output_reshape),
                                rtol=1e-5, atol=1e-5)
 
@@ -142,7 +142,7 @@ def test_smooth_k_never_writes_the_callers_k(session, model):
     out, calls, counts = run(session, model, settings, q, k, v, 2, kernel=kernel, spec={"smooth_k_in_place": True},
                              skip_reshape=True)
     assert torch.equal(k, k_before)
-    assert calls[0]["smooth_k"] is False and counts["sage"] == 1
+    assert calls[0]["smooth_k"] is False and counts["kernel"] == 1
     torch.testing.assert_close(out, plain_attention(q, k, v, 2, skip_reshape=True), rtol=1e-4, atol=1e-4)
 
 
@@ -150,7 +150,7 @@ def test_a_retired_device_keeps_sdpa(session, model):
     session.knowledge.retired["cpu"] = "test"  # the hnd() tensors live on the CPU
     q, k, v = hnd()
     _, calls, counts = run(session, model, ON, q, k, v, 2, skip_reshape=True)
-    assert calls == [] and counts["sdpa"] == {Reason.DEVICE_RETIRED.value: 1}
+    assert calls == [] and counts["declined"] == {Reason.DEVICE_RETIRED.value: 1}
 
 
 @pytest.mark.parametrize("skip_reshape", [True, False])
@@ -168,7 +168,7 @@ def test_too_short_comes_before_every_other_reason(session, model, skip_reshape)
         outs = in_scope(scoped, lambda: [attention(scoped, q, k, v, heads, skip_reshape=skip_reshape)
                                          for _ in range(3)])
     assert kernel.calls == []
-    assert last_generation(session, "cpu")["sdpa"] == {Reason.TOO_SHORT.value: 3}
+    assert last_generation(session, "cpu")["declined"] == {Reason.TOO_SHORT.value: 3}
     assert torch.equal(outs[0], plain_attention(q, k, v, heads, skip_reshape=skip_reshape))
 
 
@@ -176,7 +176,7 @@ def test_a_disabled_scope_counts_short_calls_as_disabled(session, model):
     q, k, v = hnd(n=16)
     _, calls, counts = run(session, model, Settings(enabled=False, kernel="double", min_seq_len=32), q, k, v, 2,
                            skip_reshape=True)
-    assert calls == [] and counts["sdpa"] == {Reason.DISABLED.value: 1}
+    assert calls == [] and counts["declined"] == {Reason.DISABLED.value: 1}
 
 
 def test_calls_of_one_signature_keep_their_own_strides_and_masks(session, model):
@@ -193,9 +193,9 @@ def test_calls_of_one_signature_keep_their_own_strides_and_masks(session, model)
                                          attention(scoped, q, k, v, 2, skip_reshape=True, mask=masking),
                                          attention(scoped, q, k, v, 2, skip_reshape=True)])
     counts = last_generation(session, "cpu")
-    assert len(kernel.calls) == 3 and counts["sage"] == 3 and counts["copied"] == 1
+    assert len(kernel.calls) == 3 and counts["kernel"] == 3 and counts["copied"] == 1
     assert all(c["q"].stride(-1) == 1 and c["k"].stride(-1) == 1 for c in kernel.calls)
-    assert counts["sdpa"] == {Reason.MASK.value: 1}
+    assert counts["declined"] == {Reason.MASK.value: 1}
     torch.testing.assert_close(outs[1], plain_attention(*strided, 2, skip_reshape=True))
     assert torch.equal(outs[2], plain_attention(q, k, v, 2, skip_reshape=True, mask=masking))
 
@@ -213,8 +213,8 @@ def test_a_kernel_that_appears_later_is_used(session, model):
     in_scope(scoped, calls)
     assert len(kernel.calls) == 1
     # Before: no kernel of that name, and the CPU has no SageAttention.
-    assert last_generation(session, "cpu")["sage"] == 1
-    assert last_generation(session, "cpu")["sdpa"] == {Reason.NOT_CUDA.value: 1}
+    assert last_generation(session, "cpu")["kernel"] == 1
+    assert last_generation(session, "cpu")["declined"] == {Reason.NOT_CUDA.value: 1}
 
 
 def _padding(n=64, kept=50, value=float("-inf"), shape=(1, 1)):
@@ -230,7 +230,7 @@ def test_a_key_padding_mask_is_sliced_off_and_the_call_qualifies(session, model,
     """The same trailing keys masked for every query: attending over the kept keys alone is exact."""
     q, k, v = hnd(n=64)
     out, calls, counts = run(session, model, ON, q, k, v, 2, skip_reshape=True, mask=mask)
-    assert counts["sage"] == 1 and counts["masks_dropped"] == 1
+    assert counts["kernel"] == 1 and counts["masks_dropped"] == 1
     assert calls[0]["k"].shape[-2] == calls[0]["v"].shape[-2] == 50 and calls[0]["k"].data_ptr() == k.data_ptr()
     torch.testing.assert_close(out, plain_attention(q, k, v, 2, skip_reshape=True, mask=mask), rtol=1e-5, atol=1e-5)
 
@@ -245,7 +245,7 @@ def test_keys_masked_for_every_query_anywhere_are_left_out_by_gathering_the_rest
     mask = torch.where(keep, 0.0, float("-inf")).reshape(1, 1, 64)
     q, k, v = hnd(n=64)
     out, calls, counts = run(session, model, ON, q, k, v, 2, skip_reshape=True, mask=mask)
-    assert counts["sage"] == 1 and counts["masks_dropped"] == 1 and counts["copied"] == 1
+    assert counts["kernel"] == 1 and counts["masks_dropped"] == 1 and counts["copied"] == 1
     torch.testing.assert_close(calls[0]["k"], k[:, :, keep])
     torch.testing.assert_close(calls[0]["v"], v[:, :, keep])
     torch.testing.assert_close(out, plain_attention(q, k, v, 2, skip_reshape=True, mask=mask), rtol=1e-5, atol=1e-5)
@@ -259,4 +259,4 @@ def test_keys_masked_for_every_query_anywhere_are_left_out_by_gathering_the_rest
 def test_other_masks_stay_on_sdpa(session, model, mask):
     q, k, v = hnd(b=mask.shape[0] if mask.shape[0] > 1 else 1, n=64)
     out, calls, counts = run(session, model, ON, q, k, v, 2, skip_reshape=True, mask=mask)
-    assert calls == [] and counts["sdpa"] == {Reason.MASK.value: 1}
+    assert calls == [] and counts["declined"] == {Reason.MASK.value: 1}

@@ -43,7 +43,7 @@ def test_calls_like_one_declined_earlier_are_counted_alike_and_not_decided_again
         outs = in_scope(scoped, lambda: [attention(scoped, q, k, v, 2, skip_reshape=True) for _ in range(5)])
     # The first call was checked and timed on the kernel, the second decided, the other three seen.
     assert len(decided) == 2
-    assert last_generation(session)["sdpa"] == {Reason.MEASURED_SLOWER.value: 5}
+    assert last_generation(session)["declined"] == {Reason.MEASURED_SLOWER.value: 5}
     [route] = payload(session)["devices"]["cpu"]["routing"]
     assert route["calls_last"] == 5 and not route["use_kernel"]
     expected = plain_attention(q, k, v, 2, skip_reshape=True)
@@ -60,8 +60,8 @@ def test_each_signature_is_decided_once_whichever_way_it_goes(session, model, de
                 attention(scoped, *hnd(n=n), 2, skip_reshape=True)
         in_scope(scoped, generation)
     assert decided == [32, 64]
-    assert last_generation(session)["sage"] == 2
-    assert last_generation(session)["sdpa"] == {Reason.TOO_SHORT.value: 3}
+    assert last_generation(session)["kernel"] == 2
+    assert last_generation(session)["declined"] == {Reason.TOO_SHORT.value: 3}
 
 
 def test_what_the_pack_learns_in_the_run_is_decided_again(session, model, decided):
@@ -78,7 +78,7 @@ def test_what_the_pack_learns_in_the_run_is_decided_again(session, model, decide
                 session.knowledge.note_fault("cpu", Fault.TRITON)
             attention(scoped, q, k, v, 2, skip_reshape=True)
         in_scope(scoped, generation)
-    assert last_generation(session)["sdpa"] == {Reason.MEASURED_SLOWER.value: 2, Reason.DEVICE_RETIRED.value: 1}
+    assert last_generation(session)["declined"] == {Reason.MEASURED_SLOWER.value: 2, Reason.DEVICE_RETIRED.value: 1}
 
 
 def test_a_step_entering_the_step_window_decides_again(session, model):
@@ -96,7 +96,7 @@ def test_a_step_entering_the_step_window_decides_again(session, model):
                 attention(scoped, q, k, v, 2, skip_reshape=True)
         in_scope(scoped, generation)
     assert len(kernel.calls) == 1
-    assert last_generation(session)["sdpa"] == {Reason.OUTSIDE_STEPS.value: 2}
+    assert last_generation(session)["declined"] == {Reason.OUTSIDE_STEPS.value: 2}
 
 
 def test_after_running_out_of_memory_a_like_call_is_counted_as_such(session, model):
@@ -117,7 +117,7 @@ def test_after_running_out_of_memory_a_like_call_is_counted_as_such(session, mod
             attention(scoped, *other, 2, skip_reshape=True)   # out of memory
             attention(scoped, *slower, 2, skip_reshape=True)
         in_scope(scoped, generation)
-    assert last_generation(session)["sdpa"] == {Reason.MEASURED_SLOWER.value: 2, Reason.KERNEL_FAULT.value: 1,
+    assert last_generation(session)["declined"] == {Reason.MEASURED_SLOWER.value: 2, Reason.KERNEL_FAULT.value: 1,
                                                 Reason.OOM_EARLIER.value: 1}
 
 
@@ -135,7 +135,7 @@ def test_a_call_with_a_mask_is_decided_each_time(session, model, decided):
                 attention(scoped, q, k, v, 2, skip_reshape=True, mask=mask)
         in_scope(scoped, generation)
     assert len(decided) == 3 and len(kernel.calls) == 1
-    assert last_generation(session)["sdpa"] == {Reason.MASK.value: 2}
+    assert last_generation(session)["declined"] == {Reason.MASK.value: 2}
 
 
 def test_a_sampled_model_is_decided_in_its_first_step_only(session, model, decided):
@@ -145,4 +145,4 @@ def test_a_sampled_model_is_decided_in_its_first_step_only(session, model, decid
         scoped = apply_scope(model, Settings(kernel="double"), session)
         sample(scoped, flux_conditioning(), steps=4)
     assert len(decided) == 2
-    assert last_generation(session)["sdpa"] == {Reason.TOO_SHORT.value: 8}
+    assert last_generation(session)["declined"] == {Reason.TOO_SHORT.value: 8}

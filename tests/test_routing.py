@@ -18,7 +18,7 @@ from sas_harness.families import CASES, routing_table, sample_case
 from sas_harness.models import TINY_FLUX, TINY_QWEN_IMAGE, build, flux_conditioning, sample, text_conditioning
 from sas_harness.run import attention, in_scope, last_generation
 
-SAGE = "sage"
+SAGE = "kernel"
 FLUX_1024, FLUX_2048 = 4608, 16896  # joint tokens of FLUX.1 at 1024² and 2048²
 
 
@@ -38,7 +38,7 @@ def test_defaults_route_flux_by_what_is_measured_on_the_gpu(session, clock, rout
             q, k, v = (torch.randn(1, 1, tokens, 128) for _ in range(3))  # FLUX's head size; one head keeps it quick
             in_scope(scoped, lambda: [attention(scoped, q, k, v, 1, skip_reshape=True) for _ in range(2)])
             counts = last_generation(session, "cpu")
-            assert (counts["sage"] == 2) if route == SAGE else (counts["sdpa"] == {route: 2}), tokens
+            assert (counts["kernel"] == 2) if route == SAGE else (counts["declined"] == {route: 2}), tokens
 
 
 def test_the_floor_keeps_short_calls_on_sdpa_whatever_the_clock():
@@ -48,7 +48,7 @@ def test_the_floor_keeps_short_calls_on_sdpa_whatever_the_clock():
         for q_len, kv_len in ((1023, 4096), (4096, 511), (4096, 77)):
             q, (k, v) = torch.randn(1, 1, q_len, 64), (torch.randn(1, 1, kv_len, 64) for _ in range(2))
             in_scope(scoped, lambda: attention(scoped, q, k, v, 1, skip_reshape=True))
-            assert last_generation(session, "cpu")["sdpa"] == {Reason.TOO_SHORT.value: 1}, (q_len, kv_len)
+            assert last_generation(session, "cpu")["declined"] == {Reason.TOO_SHORT.value: 1}, (q_len, kv_len)
 
 
 def tiny_flux_carrier():
@@ -64,8 +64,8 @@ def test_timing_costs_under_one_percent_of_a_20_step_flux_generation_and_nothing
         scoped = apply_scope(model, Settings(kernel="double"), session)
         sample(scoped, flux_conditioning(), latent_hw=(64, 64), steps=20)
         counts, shown = last_generation(session, "cpu"), payload(session)
-        on_the_clock = counts["sage"] * 1.0 + counts["sdpa_total"] * 2.0  # the generation's attention time
-        assert counts["sage"] == 20 * 57 and shown["last_ms"]["timing"] / on_the_clock <= 0.01
+        on_the_clock = counts["kernel"] * 1.0 + counts["declined_total"] * 2.0  # the generation's attention time
+        assert counts["kernel"] == 20 * 57 and shown["last_ms"]["timing"] / on_the_clock <= 0.01
         assert f"of which {shown['last_ms']['timing']:.0f} ms timing kernels" in render(shown)
         assert any("timing kernels" in r.getMessage() for r in caplog.records)
         sample(scoped, flux_conditioning(), latent_hw=(64, 64), steps=2)
@@ -184,7 +184,7 @@ def _evaluations(model):
         tally = router_of(model).generation.tallies["cpu"]
         before = ended.get(id(router_of(model).generation), {})
         out = apply_model(args["input"], args["timestep"], **args["c"])
-        after = {"sage": tally.kernel, **tally.declined}
+        after = {"kernel": tally.kernel, **tally.declined}
         ended[id(router_of(model).generation)] = after
         seen.append((float(args["timestep"][0]),
                      {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}))
@@ -206,7 +206,7 @@ def test_the_step_window_keeps_the_steps_outside_it_on_sdpa(session, sampler, st
     calls = TINY_FLUX["depth"] + TINY_FLUX["depth_single_blocks"]
     assert seen and any(end <= s <= start for s, _ in seen) and any(not end <= s <= start for s, _ in seen)
     for sigma, routes in seen:
-        expected = {"sage": calls} if end <= sigma <= start else {Reason.OUTSIDE_STEPS: calls}
+        expected = {"kernel": calls} if end <= sigma <= start else {Reason.OUTSIDE_STEPS: calls}
         assert routes == expected, sigma
 
 

@@ -20,7 +20,7 @@ def test_no_node_and_disabled_scope_are_bit_identical(session):
     plain = sample(model, cond, steps=2)
     disabled = sample(apply_scope(model, Settings(enabled=False), session), cond, steps=2)
     assert torch.equal(plain, disabled)
-    assert last_generation(session)["sdpa"] == {Reason.DISABLED.value: 2 * CALLS_PER_FORWARD}
+    assert last_generation(session)["declined"] == {Reason.DISABLED.value: 2 * CALLS_PER_FORWARD}
 
 
 def test_eligible_calls_reach_the_kernel_and_ineligible_ones_do_not(session):
@@ -30,15 +30,15 @@ def test_eligible_calls_reach_the_kernel_and_ineligible_ones_do_not(session):
     with registered(session, make_kernel("double", kernel)):
         routed = sample(apply_scope(model, Settings(kernel="double", min_seq_len=TOKENS), session), cond, steps=2)
         assert len(kernel.calls) == 2 * CALLS_PER_FORWARD
-        assert last_generation(session) == {"sage": 4, "sdpa": {}, "sdpa_total": 0, "faults": {}, "masks_dropped": 0,
-                                            "copied": 0, "no_block_positions": 0,
+        assert last_generation(session) == {"kernel": 4, "declined": {}, "declined_total": 0, "faults": {},
+                                            "masks_dropped": 0, "copied": 0, "no_block_positions": 0,
                                             "counted_from_routes": 0}
         torch.testing.assert_close(routed, plain, rtol=1e-4, atol=1e-4)
 
         kernel.calls.clear()
         short = sample(apply_scope(model, Settings(kernel="double", min_seq_len=TOKENS + 1), session), cond, steps=2)
         assert kernel.calls == []
-        assert last_generation(session)["sdpa"] == {Reason.TOO_SHORT.value: 2 * CALLS_PER_FORWARD}
+        assert last_generation(session)["declined"] == {Reason.TOO_SHORT.value: 2 * CALLS_PER_FORWARD}
         assert torch.equal(short, plain)
 
 
@@ -74,7 +74,7 @@ def test_a_call_outside_the_wrapper_never_reaches_the_kernel(session):
         out = attention(scoped, q, k, v, 2, skip_reshape=True)
     assert kernel.calls == []
     assert out.shape == (1, 32, 128)
-    assert totals(session, "cpu")["sdpa"] == {Reason.OUTSIDE_SCOPE.value: 1}
+    assert totals(session, "cpu")["declined"] == {Reason.OUTSIDE_SCOPE.value: 1}
 
 
 def test_a_second_scope_node_replaces_the_first(session):

@@ -41,10 +41,10 @@ def test_a_queued_prompt_samples_through_the_scope_and_the_status_reports_it(ses
     blocks = TINY_LTXV["num_layers"]
     assert "model LTX-Video (LTXV): scoped" in text
     assert "cpu: reference_double" in text
-    assert f"cpu: {blocks} on the kernel, {blocks} on SDPA" in text
+    assert f"cpu: {blocks} on the kernel, {blocks} on ComfyUI's attention" in text
     assert Reason.MASK.label in text
     first = entry["outputs"]["6"]["sage_attention_status"][0]
-    assert first["devices"]["cpu"]["last_generation"]["sage"] == blocks
+    assert first["devices"]["cpu"]["last_generation"]["kernel"] == blocks
     # the run's sampling time, as the Scope measured it around the sampler, in the payload and the text
     (record,) = first["run"]
     assert 0 < record["sampling_ms"] <= first["last_ms"]["sampling"] + 1e-6
@@ -54,7 +54,7 @@ def test_a_queued_prompt_samples_through_the_scope_and_the_status_reports_it(ses
     # tests, so compare with the first run rather than with zero.
     def session(entry):
         payload = entry["outputs"]["6"]["sage_attention_status"][0]
-        return payload["devices"]["cpu"]["session"]["sage"], payload["generations"]
+        return payload["devices"]["cpu"]["session"]["kernel"], payload["generations"]
     sage, generations = session(entry)
     assert session(server.run_prompt(tiny_prompt())) == (sage, generations)
     assert session(server.run_prompt(tiny_prompt(seed=1))) == (sage + blocks, generations + 1)
@@ -78,7 +78,7 @@ def test_a_step_window_through_the_server(server):
     entry = server.run_prompt(tiny_prompt(seed=12, steps=10, start_percent=0.2, end_percent=0.8))
     assert entry["status"]["status_str"] == "success", entry["status"]
     counts = entry["outputs"]["6"]["sage_attention_status"][0]["devices"]["cpu"]["last_generation"]
-    outside, inside = counts["sdpa"].get(Reason.OUTSIDE_STEPS.value, 0), counts["sage"]
+    outside, inside = counts["declined"].get(Reason.OUTSIDE_STEPS.value, 0), counts["kernel"]
     assert outside and inside and (outside + inside) % TINY_LTXV["num_layers"] == 0
     assert Reason.OUTSIDE_STEPS.label in entry["outputs"]["6"]["text"][0]
 
@@ -153,7 +153,7 @@ def test_values_comfyui_converts_run_as_comfyui_converts_them(server):
     entry = server.run_prompt(prompt)
     assert entry["status"]["status_str"] == "success", entry["status"]
     counts = entry["outputs"]["6"]["sage_attention_status"][0]["run"][0]["devices"]["cpu"]
-    assert counts["sage"] == TINY_LTXV["num_layers"], counts
+    assert counts["kernel"] == TINY_LTXV["num_layers"], counts
 
 
 @pytest.mark.parametrize("name, value, says", [
@@ -202,7 +202,7 @@ def test_a_chain_of_scopes_the_first_off_shows_one_line_for_the_model(server):
     this_run = text.split("\n\nSession")[0].split("This run:\n")[1].splitlines()
     blocks = TINY_LTXV["num_layers"]
     assert this_run[0] == "  model LTX-Video (LTXV): scoped" and this_run[2] == f"    cpu: {blocks} on the kernel, " \
-        f"{blocks} on SDPA" and "Scope off" not in text, text
+        f"{blocks} on ComfyUI's attention" and "Scope off" not in text, text
 
 
 def test_auto_on_a_cpu_server_passes_through_and_says_why(session, server):

@@ -73,10 +73,16 @@ PACKAGES = ("patches.backends", "patches.families")  # drawn as one box each: th
 
 
 def _units() -> dict[str, list]:
-    """The picture's boxes: each module of nodes/ and patches/, and the two declaration packages whole."""
+    """The picture's boxes: each module of nodes/ and patches/ (in its folders too), and the two declaration
+    packages whole."""
     units = {}
+    declarations = [ROOT / package.replace(".", "/") for package in PACKAGES]
     for folder in ("nodes", "patches"):
-        for path in sorted((ROOT / folder).glob("*.py")):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if any(place in path.parents for place in declarations):
+                continue
+            if path.name == "__init__.py" and path.parent.parent != ROOT:
+                continue  # a folder inside patches/ (state/, extras/): its face is a docstring, drawn as a frame
             units[".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")] = [path]
     for package in PACKAGES:
         units[package] = sorted((ROOT / package.replace(".", "/")).glob("*.py"))

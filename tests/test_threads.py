@@ -39,9 +39,9 @@ def test_two_generations_on_two_threads_are_counted_exactly_and_learn_once(sessi
         torch.testing.assert_close(other, one, rtol=0, atol=0)
     snap = payload(session)
     assert snap["generations"] == 2
-    assert snap["devices"]["cpu"]["session"]["sage"] == 2 * STEPS * CALLS
-    assert snap["devices"]["cpu"]["session"]["sdpa_total"] == 0
-    runs = {r["model"]: r["devices"]["cpu"]["sage"] for r in snap["run"]}
+    assert snap["devices"]["cpu"]["session"]["kernel"] == 2 * STEPS * CALLS
+    assert snap["devices"]["cpu"]["session"]["declined_total"] == 0
+    runs = {r["model"]: r["devices"]["cpu"]["kernel"] for r in snap["run"]}
     assert runs == {"model 0": STEPS * CALLS, "model 1": STEPS * CALLS}
     knowledge = session.knowledge
     assert len(knowledge.checks) == 1 and all(c.passed for c in knowledge.checks.values())

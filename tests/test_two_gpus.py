@@ -46,8 +46,8 @@ def test_scoped_flux_and_sdxl_on_cuda1_run_on_the_kernel_there(session, kernel_o
     gen = last_generation(session, "cuda:1")
     cosine, rel_l2, finite = checks.compare(routed, plain)
     record(test="two_gpus_flux_on_cuda1", kernel=kernel_on_cuda1.name, cosine=cosine, rel_l2=rel_l2,
-           sage=gen["sage"], allocated_on_cuda0=on_cuda0)
-    assert gen["sage"] == FLUX_CALLS and gen["sdpa_total"] == 0
+           sage=gen["kernel"], allocated_on_cuda0=on_cuda0)
+    assert gen["kernel"] == FLUX_CALLS and gen["declined_total"] == 0
     assert finite and cosine >= 0.99 and on_cuda0 == 0
 
     sdxl = build(getattr(comfy.supported_models, SDXL.config_class),
@@ -58,9 +58,9 @@ def test_scoped_flux_and_sdxl_on_cuda1_run_on_the_kernel_there(session, kernel_o
     gen = last_generation(session, "cuda:1")
     cosine, rel_l2, finite = checks.compare(routed, plain)
     record(test="two_gpus_sdxl_on_cuda1", kernel=kernel_on_cuda1.name, cosine=cosine, rel_l2=rel_l2,
-           sage=gen["sage"], allocated_on_cuda0=on_cuda0)
-    assert gen["sage"] == SDXL.per_step[SAGE]
-    assert gen["sdpa"] == {Reason.TOO_SHORT.value: SDXL.per_step[Reason.TOO_SHORT]}
+           sage=gen["kernel"], allocated_on_cuda0=on_cuda0)
+    assert gen["kernel"] == SDXL.per_step[SAGE]
+    assert gen["declined"] == {Reason.TOO_SHORT.value: SDXL.per_step[Reason.TOO_SHORT]}
     assert finite and cosine >= 0.99 and on_cuda0 == 0
 
 
@@ -76,9 +76,9 @@ def test_a_failing_check_on_one_device_retires_only_that_device(session):
                    latent_hw=(64, 64), steps=2)
             gen = last_generation(session, device)
             if device == "cuda:0":
-                assert gen["sage"] == FLUX_CALLS
+                assert gen["kernel"] == FLUX_CALLS
             else:
-                assert gen["sage"] == 0 and gen["sdpa"] == {Reason.CHECK_FAILED.value: FLUX_CALLS}
+                assert gen["kernel"] == 0 and gen["declined"] == {Reason.CHECK_FAILED.value: FLUX_CALLS}
     state = payload(session)["devices"]
     [ok], [failed] = state["cuda:0"]["checks"], state["cuda:1"]["checks"]
     assert ok["passed"] and not failed["passed"]

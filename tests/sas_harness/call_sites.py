@@ -309,7 +309,7 @@ def run_case(case: Case) -> dict[tuple[int, int], set[tuple[Optional[Reason], in
         if found.family is None or found.family.name != case.family:
             raise ValueError(f"{case.config_class}: the Scope recognised {found.name}, not {case.family}")
         sample_case(scoped, case)
-    sdpa = payload(session)["devices"][DEVICE]["last_generation"]["sdpa"]
+    sdpa = payload(session)["devices"][DEVICE]["last_generation"]["declined"]
     if len(sdpa) > 1:
         raise ValueError(f"{case.config_class}: calls stayed on SDPA for {sorted(sdpa)}; the run cannot tell "
                          "which call each reason took")

@@ -22,7 +22,7 @@ from .models import (FLUX2_MIN_TEXT_TOKENS, TINY_FLUX, TINY_FLUX2, TINY_LTXAV, T
                         flat_latent, flux_conditioning, sample, text_conditioning)
 
 TEXT = 5  # text tokens in every tiny conditioning
-SAGE = "sage"
+SAGE = "kernel"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -314,9 +314,9 @@ def routed_step(session, case: Case, settings=None, **declared):
 
 
 def routing_table(counts: dict) -> dict:
-    table = {Reason(r): n for r, n in counts["sdpa"].items()}
-    if counts["sage"]:
-        table[SAGE] = counts["sage"]
+    table = {Reason(r): n for r, n in counts["declined"].items()}
+    if counts["kernel"]:
+        table[SAGE] = counts["kernel"]
     return table
 
 

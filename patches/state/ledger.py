@@ -9,7 +9,7 @@ import dataclasses
 import threading
 from typing import Any, Optional
 
-from .reasons import Reason
+from ..reasons import Reason
 
 COMFY_ROUTE = "ComfyUI"  # a measured bucket's route when its calls keep ComfyUI's attention; else the kernel's name
 
@@ -69,7 +69,7 @@ class Tally:
         """The Status payload's counters (stable keys: the Reason and Fault values)."""
         sdpa = {reason.value: n for reason, n in sorted(self.declined.items(), key=lambda kv: kv[0].value) if n}
         counters = {
-            "sage": self.kernel, "sdpa": sdpa, "sdpa_total": sum(sdpa.values()),
+            "kernel": self.kernel, "declined": sdpa, "declined_total": sum(sdpa.values()),
             "faults": {fault.value: n for fault, n in sorted(self.faults.items(), key=lambda kv: kv[0].value) if n},
             "masks_dropped": self.masks_dropped, "copied": self.copied,
             "no_block_positions": self.no_block_positions, "counted_from_routes": self.counted_from_routes}
@@ -193,7 +193,7 @@ class Ledger:
                 self.totals[device].add(tally)
                 record.tallies.setdefault(device, Tally()).add(tally)
                 if record.declined_to is not None:
-                    self.handed[device][record.declined_to] += tally.as_dict()["sdpa_total"]
+                    self.handed[device][record.declined_to] += tally.as_dict()["declined_total"]
 
     def snapshot(self, run_id=None) -> dict[str, Any]:
         """What the ledger holds, as plain data (``run``: the models of run ``run_id``, empty where that

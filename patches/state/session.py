@@ -9,7 +9,7 @@ from typing import Optional
 
 import torch
 
-from . import backends, timing
+from .. import backends, timing
 from .knowledge import Knowledge
 from .ledger import Ledger
 

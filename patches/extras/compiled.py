@@ -13,7 +13,7 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
-from .call import allows_low_precision, comfy_arguments
+from ..call import allows_low_precision, comfy_arguments
 
 _ROUTERS: "weakref.WeakValueDictionary[str, object]" = weakref.WeakValueDictionary()
 # One op per copy of the pack in the process (ComfyUI loading a second one must not take this one's over).

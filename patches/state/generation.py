@@ -16,10 +16,10 @@ from typing import NamedTuple, Optional
 
 import torch
 
-from .checks import CheckKey
+from ..checks import CheckKey
 from .ledger import Tally
 from .route import Route
-from .timing import StepTimer
+from ..timing import StepTimer
 
 
 class Epoch(NamedTuple):

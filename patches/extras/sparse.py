@@ -10,17 +10,17 @@ from __future__ import annotations
 import logging
 from typing import NamedTuple, Optional
 
-from .backends import Bound
-from .backends.kitchen import SOL_ATTN
-from .call import Call
-from .checks import CheckKey, CheckResult, gate
-from .decide import argument_refusal, bucket_key
-from .route import Candidate, CheckRule
-from .generation import Generation
-from .reasons import Reason
-from .session import Session
-from .settings import SPARSE_SOL, Settings
-from .timing import bucket
+from ..backends import Bound
+from ..backends.kitchen import SOL_ATTN
+from ..call import Call
+from ..checks import CheckKey, CheckResult, gate
+from ..decide import argument_refusal, bucket_key
+from ..state.route import Candidate, CheckRule
+from ..state.generation import Generation
+from ..reasons import Reason
+from ..state.session import Session
+from ..settings import SPARSE_SOL, Settings
+from ..timing import bucket
 
 log = logging.getLogger(__name__)
 

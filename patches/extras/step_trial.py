@@ -19,11 +19,11 @@ from typing import Any, Callable, NamedTuple, Optional
 
 import torch
 
-from .generation import CondPart, Epoch, EvaluationKey, Generation, StepAside, StepShape, StepTrial
-from .ledger import Tally
-from .reasons import Reason
-from .settings import ROUTING_MEASURED
-from .timing import StepVerdict, median
+from ..state.generation import CondPart, Epoch, EvaluationKey, Generation, StepAside, StepShape, StepTrial
+from ..state.ledger import Tally
+from ..reasons import Reason
+from ..settings import ROUTING_MEASURED
+from ..timing import StepVerdict, median
 
 log = logging.getLogger(__name__)
 

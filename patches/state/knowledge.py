@@ -12,10 +12,10 @@ from typing import Callable, Optional
 
 import torch
 
-from . import backends, timing
-from .checks import CheckKey, CheckResult
-from .reasons import TRITON_RETIRE_AFTER, Fault
-from .timing import BucketKey, Decision
+from .. import backends, timing
+from ..checks import CheckKey, CheckResult
+from ..reasons import TRITON_RETIRE_AFTER, Fault
+from ..timing import BucketKey, Decision
 
 
 class Knowledge:

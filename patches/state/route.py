@@ -7,11 +7,11 @@ from typing import NamedTuple, Optional
 
 import torch
 
-from .backends import Bound
-from .checks import CheckKey, CheckResult, judge
+from ..backends import Bound
+from ..checks import CheckKey, CheckResult, judge
 from .ledger import COMFY_ROUTE, Tally
-from .reasons import Reason
-from .timing import BucketKey
+from ..reasons import Reason
+from ..timing import BucketKey
 
 
 class CheckRule:
