@@ -6,13 +6,13 @@ Here, with network (the Python that runs this needs pip; the payload is for the 
         --sageattention-wheel PATH/sageattention-2.2.0-cp312-cp312-linux_x86_64.whl --kitchen 0.2.40 --pip-kernels \\
         --compare main
 
-fills .device/ (git-ignored) with one folder per part and prints each part's size. Parts: base (what
-ComfyUI imports that a bare GPU image lacks: PyAV, torchsde, trampoline, comfy-aimdo, blake3,
-simpleeval), sa1 (sageattention 1.0.6), sa2 (the SageAttention 2 wheel given), kitchen (comfy-kitchen
-VERSION without its ROCm backend), pipk (--pip-kernels: FlashAttention 4 with the CuTe DSL, and the cuDNN
-frontend), comfyui-VERSION (each --comfyui tree) and compare (``git archive REV`` of this repository).
-Each folder holds an xz archive and its part.json, and one more archive (NAME.2.tar.xz, ...) for each
-file over 32 MiB (pipk's DSL libraries): take to the GPU machine only the parts a run needs. A payload
+fills .device/ (git-ignored) with one folder per part and prints each part's size. Parts: base (what ComfyUI
+imports that a bare GPU image lacks: torchsde, trampoline, comfy-aimdo, blake3, simpleeval, and a stand-in for
+PyAV, or with --video PyAV itself), sa1 (sageattention 1.0.6), sa2 (the SageAttention 2 wheel given), kitchen
+(comfy-kitchen VERSION without its ROCm backend), pipk (--pip-kernels: FlashAttention 4 with the CuTe DSL, and
+the cuDNN frontend), comfyui-VERSION (each --comfyui tree) and compare (``git archive REV`` of this
+repository). Each folder holds an xz archive and its part.json, and one more archive (NAME.2.tar.xz, ...) for
+each file over 32 MiB (pipk's DSL libraries): take to the GPU machine only the parts a run needs. A payload
 over one trip's size travels in several: first some archives, which
 
     python3 scripts/gpu_run.py unpack --from .device
@@ -64,7 +64,56 @@ ROOT = Path(__file__).resolve().parents[1]
 PART_FILE = "part.json"
 # What ComfyUI 0.3.75 and 0.33 import that a bare GPU image lacks (distribution pin -> module to import).
 HOST_PACKAGES = {"torchsde==0.2.6": "torchsde", "trampoline==0.1.2": "trampoline", "comfy-aimdo==0.4.13": "comfy_aimdo",
-                 "blake3==1.0.11": "blake3", "simpleeval==1.0.8": "simpleeval", "av==19.0.2": "av"}
+                 "blake3==1.0.11": "blake3", "simpleeval==1.0.8": "simpleeval"}
+# PyAV, which ComfyUI's comfy_api imports at load, is 24 MiB of the base part's 24.5: the tests and benchmarks
+# decode no video, so the base part carries a stand-in (PYAV_STAND_IN) unless prepare is asked for --video.
+PYAV = "av==19.0.2"
+PYAV_STAND_IN = '''"""A stand-in for PyAV, made by scripts/gpu_run.py prepare for runs that decode no video: ComfyUI
+imports av and some of its names when it loads; any of them here is a class that refuses to be used."""
+import importlib.abc
+import importlib.machinery
+import sys
+import types
+
+
+class _Absent(type):
+    def __getattr__(cls, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return cls
+
+    def __call__(cls, *args, **kwargs):
+        raise RuntimeError("PyAV is a stand-in in this run (gpu_run.py prepare without --video): it decodes no video")
+
+
+def _module_getattr(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return _Absent(name, (), {})
+
+
+class _Submodules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """av.container, av.video.reformatter, ...: each a stand-in module like this one."""
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith(__name__ + "."):
+            return importlib.machinery.ModuleSpec(name, self, is_package=True)
+        return None
+
+    def create_module(self, spec):
+        module = types.ModuleType(spec.name)
+        module.__getattr__ = _module_getattr
+        module.__path__ = []
+        return module
+
+    def exec_module(self, module):
+        pass
+
+
+__getattr__ = _module_getattr
+__version__ = "0+stand-in"
+__path__ = []  # a package, so that its submodules are looked for (by _Submodules)
+sys.meta_path.append(_Submodules())
+'''
 SAGEATTENTION_1 = "sageattention==1.0.6"
 KITCHEN_ROCM = Path("comfy_kitchen") / "backends" / "hip"  # comfy-kitchen's ROCm backend: half its wheel
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
@@ -196,11 +245,15 @@ def distribution_key(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def site_part(out: Path, name: str, specs: list[str], imports: list[str], args, drop: Path | None = None) -> Path:
-    """A part that goes on the path: ``specs`` installed into a folder (less ``drop``) and packed; never
-    with a copy of what the GPU machine has its own of (torch, Triton, cuDNN)."""
+def site_part(out: Path, name: str, specs: list[str], imports: list[str], args, drop: Path | None = None,
+              modules: dict[str, str] | None = None) -> Path:
+    """A part that goes on the path: ``specs`` installed into a folder (less ``drop``, with ``modules``:
+    file name -> source) and packed; never with a copy of what the GPU machine has its own of (torch,
+    Triton, cuDNN)."""
     with tempfile.TemporaryDirectory() as staging:
         versions = pip_install(Path(staging), specs, args)
+        for file_name, source in (modules or {}).items():
+            (Path(staging) / file_name).write_text(source)
         shadowing = sorted(d for d in versions if distribution_key(d) in MACHINE_DISTRIBUTIONS)
         if shadowing:
             raise ValueError(f"{name}: {', '.join(shadowing)} would shadow the GPU machine's own")
@@ -244,7 +297,12 @@ def prepare(args) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     made = []
     if args.host_packages:
-        made.append(site_part(args.out, "base", list(HOST_PACKAGES), list(HOST_PACKAGES.values()), args))
+        specs, stand_in = list(HOST_PACKAGES), {}
+        if args.video:
+            specs.append(PYAV)
+        else:
+            stand_in = {"av.py": PYAV_STAND_IN}
+        made.append(site_part(args.out, "base", specs, [*HOST_PACKAGES.values(), "av"], args, modules=stand_in))
         made.append(site_part(args.out, "sa1", [SAGEATTENTION_1], ["sageattention"], args))
     if args.sageattention_wheel:
         made.append(site_part(args.out, "sa2", [str(args.sageattention_wheel.resolve())], ["sageattention"], args))
@@ -800,6 +858,8 @@ def main(argv=None) -> int:
     made.add_argument("--compare", metavar="REV", help="this repository at REV, to run beside the present tree")
     made.add_argument("--python", default="3.12", help="the GPU machine's Python (default 3.12)")
     made.add_argument("--platform", action="append", help=f"wheel platforms (default {', '.join(PLATFORMS)})")
+    made.add_argument("--video", action="store_true",
+                      help=f"the real PyAV ({PYAV}, 24 MiB) in the base part, not its stand-in (no run decodes video)")
     made.add_argument("--no-host-packages", dest="host_packages", action="store_false",
                       help="no base and sa1 parts (a machine that has them, or a test)")
     running = verbs.add_parser("run", help="run the GPU tests and benchmarks from a prepared folder")

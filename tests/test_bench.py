@@ -361,6 +361,25 @@ def test_a_comfyui_that_requires_comfy_kitchen_gets_the_kitchen_part_on_its_path
     assert script.sites_required_by(tmp_path) == []
 
 
+def test_the_gpu_runners_pyav_stand_in_lets_comfyui_load_its_video_nodes_and_refuses_to_decode(tmp_path):
+    """The base part carries a stand-in for PyAV (24 MiB) unless prepare is asked for --video: ComfyUI's
+    comfy_api and its video nodes import av and names from its submodules at load; using one raises."""
+    (tmp_path / "av.py").write_text(gpu_run_script().PYAV_STAND_IN)
+    script = ("import av\n"
+              "from av.container import InputContainer\n"
+              "from av.video.reformatter import ColorPrimaries, ColorRange, ColorTrc\n"
+              "assert av.__version__ == '0+stand-in' and ColorPrimaries.BT709 is ColorPrimaries\n"
+              "hint = av.VideoFrame | None\n"
+              "try:\n"
+              "    av.open('clip.mp4')\n"
+              "except RuntimeError as refused:\n"
+              "    print(refused)\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))  # before site-packages, where a real PyAV may be
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "decodes no video" in done.stdout
+
+
 def gpu_run_script():
     """scripts/gpu_run.py as a module."""
     spec = importlib.util.spec_from_file_location("gpu_run_script", ROOT / "scripts" / "gpu_run.py")
