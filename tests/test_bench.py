@@ -242,11 +242,14 @@ def test_router_cost_runs_each_tree_in_its_own_process_and_prints_one_row_each(t
     rows = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| this tree") or
             line.startswith("| previous")]
     assert [r[0].strip() for r in rows] == ["this tree", "previous"]
-    # The per-call costs are positive; the two per-step differences are noise-sized on a CPU and may be
-    # negative, so they are only numbers.
-    per_call, per_step = [row[1:5] for row in rows], [row[5:] for row in rows]
-    assert all(float(cell) > 0 for row in per_call for cell in row)
-    assert all(abs(float(cell)) < float("inf") for row in per_step for cell in row) and len(rows[0]) == 7
+    # A bare SDPA call takes time. The router's parts are differences from it in the same round: a call
+    # remembered as declined costs the router about a microsecond, which a busy CI machine's noise (two
+    # suites side by side on two cores) can outweigh, as it can the per-step differences; so those are
+    # only numbers (a missing measurement prints nan).
+    router_parts, bare_sdpa, per_step = [row[1:4] for row in rows], [row[4] for row in rows], [row[5:] for row in rows]
+    assert all(float(cell) > 0 for cell in bare_sdpa)
+    assert all(abs(float(cell)) < float("inf") for row in router_parts + per_step for cell in row)
+    assert len(rows[0]) == 7
 
 
 def test_whole_generations_time_each_arm_after_its_first_and_report_the_measuring_cost(session, tmp_path):

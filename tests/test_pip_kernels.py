@@ -363,3 +363,21 @@ def test_the_first_call_of_each_configuration_is_logged_with_its_time(flash, cud
     messages = [r.getMessage() for r in caplog.records]
     assert sum("FlashAttention 4: the first call of torch.bfloat16 d64" in m for m in messages) == 1
     assert sum("cuDNN frontend: built the SDPA graph for torch.bfloat16 1x2x64x64" in m for m in messages) == 1
+
+
+def test_a_librarys_version_is_found_under_its_import_name(tmp_path, monkeypatch):
+    """Status and the log name each library by its module: ``cudnn`` is nvidia-cudnn-frontend's and
+    ``flash_attn.cute`` flash-attn-4's (beside flash-attn's own flash_attn, the one whose files hold it); a
+    lookup by the module's name found neither and said "not installed"."""
+    def install(distribution: str, version: str, files: list[str]):
+        info = tmp_path / f"{distribution.replace('-', '_')}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n")
+        (info / "RECORD").write_text("".join(f"{file},,\n" for file in files))
+    install("nvidia-cudnn-frontend", "1.32.0", ["cudnn/__init__.py", "cudnn/graph.py"])
+    install("flash-attn", "2.8.3", ["flash_attn/__init__.py", "flash_attn/flash_attn_interface.py"])
+    install("flash-attn-4", "4.0.0b40", ["flash_attn/cute/__init__.py", "flash_attn/cute/interface.py"])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert backends.distribution_version("cudnn") == "1.32.0"
+    assert backends.distribution_version("flash_attn.cute") == "4.0.0b40"
+    assert backends.distribution_version("no_such_library") is None

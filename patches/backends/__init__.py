@@ -132,9 +132,22 @@ def register(*found: Backend) -> None:
     REGISTRY.update((backend.name, backend) for backend in found)
 
 
-def distribution_version(module: str) -> Optional[str]:  # names normalised: comfy_kitchen finds comfy-kitchen
-    with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+def distribution_version(module: str) -> Optional[str]:
+    """The version of the distribution that installs ``module``, an import name: ``cudnn`` is
+    nvidia-cudnn-frontend's, ``flash_attn.cute`` flash-attn-4's (where flash-attn's flash_attn is there too,
+    the one whose files hold the submodule); None where no distribution says it installs it."""
+    top = module.partition(".")[0]
+    owners = list(dict.fromkeys(importlib.metadata.packages_distributions().get(top, [])))
+    inside = module.replace(".", "/")
+    for owner in owners:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            found = importlib.metadata.distribution(owner)
+            files = [str(file) for file in found.files or ()]
+            if len(owners) == 1 or any(f.startswith(inside + "/") or f == inside + ".py" for f in files):
+                return found.version
+    with contextlib.suppress(importlib.metadata.PackageNotFoundError):  # names normalised: comfy-kitchen
         return importlib.metadata.version(module)
+    return None
 
 
 def missing_parameters(fn: Callable, names) -> list[str]:
