@@ -11,7 +11,7 @@ import torch
 from comfy_api.latest import io
 
 from ..patches import Reason, Session, backends, decide, sampling
-from ..patches.state.ledger import Tally
+from ..patches.state.ledger import SAID, Tally
 from . import cuda_devices, session
 
 UI_KEY = "sage_attention_status"
@@ -115,17 +115,7 @@ def _counts_lines(counts: dict, head: str, indent: str, handed: dict) -> list[st
     lines = [f"{head}{counts['kernel']} on the kernel, " + ", ".join(where)]
     lines += [f"{indent}  declined {n}: {Reason(reason).label}" for reason, n in counts["declined"].items()]
     lines += [f"{indent}  faults ({fault}): {n}" for fault, n in counts["faults"].items()]
-    if counts["masks_dropped"]:
-        lines.append(f"{indent}  masks dropped or the keys they mask left out: {counts['masks_dropped']}")
-    if counts["copied"]:
-        lines.append(f"{indent}  q/k/v copied for the kernel (grouped-query k/v, or a last dimension not contiguous): "
-                     f"{counts['copied']}")
-    if counts["counted_from_routes"]:
-        lines.append(f"{indent}  {counts['counted_from_routes']} of these calls counted from the routes already known: "
-                     f"every call kept ComfyUI's attention, so the Scope stepped aside from those steps")
-    if counts["no_block_positions"]:
-        lines.append(f"{indent}  block window not applied to {counts['no_block_positions']} calls: this model does "
-                     f"not say which block calls (every block stays in)")
+    lines += [f"{indent}  {says.format(n=counts[name])}" for name, says in SAID.items() if counts[name]]
     lines += _sparse_lines(counts.get("sparse"), indent)
     return lines
 

@@ -18,6 +18,11 @@ def _counter() -> collections.Counter:
     return dataclasses.field(default_factory=collections.Counter)
 
 
+def _calls(says: str) -> int:
+    """A count of calls, with the line Status shows it on where it is not 0 (``{n}``: the count)."""
+    return dataclasses.field(default=0, metadata={"says": says})
+
+
 @dataclasses.dataclass
 class Tally:
     """What became of one device's attention calls: on a kernel, or on ComfyUI's attention and why. Each
@@ -25,11 +30,15 @@ class Tally:
     kernel: int = 0                   # calls a kernel ran
     declined: collections.Counter = _counter()  # Reason -> calls kept on ComfyUI's attention
     faults: collections.Counter = _counter()    # Fault -> calls
-    masks_dropped: int = 0            # a mask dropped (masks nothing) or the keys it masks left out
-    copied: int = 0                   # the kernel got copies of q/k/v (call.Call.copies)
-    no_block_positions: int = 0       # a block window could not place the call (the model says no block)
+    masks_dropped: int = _calls("masks dropped or the keys they mask left out: {n}")  # a mask that masks nothing
+    copied: int = _calls("q/k/v copied for the kernel (grouped-query k/v, or a last dimension not contiguous): "
+                         "{n}")  # call.Call.copies
+    counted_from_routes: int = _calls(  # calls of steps the Scope stepped aside from
+        "{n} of these calls counted from the routes already known: every call kept ComfyUI's attention, so the "
+        "Scope stepped aside from those steps")
+    no_block_positions: int = _calls(  # a block window could not place the call (the model says no block)
+        "block window not applied to {n} calls: this model does not say which block calls (every block stays in)")
     routes: collections.Counter = _counter()    # (BucketKey, route) -> calls
-    counted_from_routes: int = 0      # calls of steps the Scope stepped aside from, counted from the routes it knew
     tiers: collections.Counter = _counter()     # tier -> of the kernel's calls, those a tier's kernel ran
     tier_declined: collections.Counter = _counter()  # Reason -> calls a tier asked for did not take
 
@@ -71,14 +80,17 @@ class Tally:
         counters = {
             "kernel": self.kernel, "declined": sdpa, "declined_total": sum(sdpa.values()),
             "faults": {fault.value: n for fault, n in sorted(self.faults.items(), key=lambda kv: kv[0].value) if n},
-            "masks_dropped": self.masks_dropped, "copied": self.copied,
-            "no_block_positions": self.no_block_positions, "counted_from_routes": self.counted_from_routes}
+            **{name: getattr(self, name) for name in SAID}}
         tier_declined = {reason.value: n for reason, n in sorted(self.tier_declined.items(),
                                                                   key=lambda kv: kv[0].value) if n}
         if self.tiers or tier_declined:  # (only where a tier was asked for: the sparse tier is the one there is)
             counters["sparse"] = {"calls": sum(self.tiers.values()), "dense": tier_declined}
         return counters
 
+
+
+# The counts Status shows each on a line of its own, as their fields say them (name -> line).
+SAID = {field.name: field.metadata["says"] for field in dataclasses.fields(Tally) if "says" in field.metadata}
 
 @dataclasses.dataclass
 class RunRecord:
