@@ -448,6 +448,22 @@ def test_a_close_step_is_judged_on_the_medians_of_several_pairs():
            "(medians of 3 each)" in render(payload(session))
 
 
+def test_a_trial_a_generation_leaves_unfinished_goes_on_in_the_next():
+    """One trial a shape for the session: a generation that ends before the trial's pairs are in (a few-step
+    distilled model) leaves its samples to the next generation, which takes the turn where it stopped."""
+    steps = doubles.FakeStepClock(scope_ms=[50.0, 10.0, 10.2, 10.1], comfy_ms=[9.8, 9.9, 9.7])
+    session = machine(FakeClock(1.0, 2.0), step_clock=steps)
+    _, scoped = scoped_flux(session)
+    # evaluation 1 settles the routes (no sample); then scope, comfy, scope: the generation ends mid-trial
+    assert _reached_router(scoped, 4) == [CALLS_PER_STEP, CALLS_PER_STEP, 0, CALLS_PER_STEP]
+    assert steps.timed == ["scope", "scope", "comfy", "scope"]
+    # the next generation: comfy (the pending turn), scope, comfy: three pairs, the medians say aside
+    assert _reached_router(scoped, 4) == [0, CALLS_PER_STEP, 0, 0]
+    assert steps.timed[4:] == ["comfy", "scope", "comfy"]
+    assert "a step 10.1 ms with the Scope, 9.8 ms without -> ComfyUI's attention (the Scope steps aside) " \
+           "(medians of 3 each)" in render(payload(session))
+
+
 def test_routing_always_and_a_near_tie_of_the_step():
     """routing=always never times a step (the user chose the kernel); a step within the margin goes to
     ComfyUI's attention, as a near tie of a call does, once three pairs say so."""

@@ -10,8 +10,9 @@ one of two ways, with the Scope (``Runs.with_scope``) or without it (``Runs.with
   clock times, evaluations of a shape whose routes are settled are timed with the Scope and without it
   in turns; a first pair far apart (``DECISIVE``) makes the verdict alone, a closer one takes the medians
   of ``TRIAL_PAIRS`` pairs (a small model's step varies by more than the margin from one to the next).
-  The verdict holds for evaluations of that shape and epoch for the session (``StepVerdict``), and where
-  the Scope is slower it steps aside from them (reason ``step_slower``)."""
+  One trial a shape for the session: its samples are the knowledge's, so a generation too short to finish
+  it leaves them to the next. The verdict holds for evaluations of that shape and epoch for the session
+  (``StepVerdict``), and where the Scope is slower it steps aside from them (reason ``step_slower``)."""
 from __future__ import annotations
 
 import logging
@@ -72,9 +73,7 @@ def evaluate(router, runs: Runs, evaluation: Optional[EvaluationKey]):
     if stepping_aside(generation, evaluation, epoch):
         count_stepped_aside(generation)
         return runs.without_scope()
-    trial = generation.trial
-    if shape is None or verdict is not None or trial is None or (trial.shape, trial.epoch) != (shape, epoch):
-        trial = None
+    trial = None if shape is None or verdict is not None else knowledge.step_trial(shape, epoch)
     if trial is not None and trial.comfy_turn():
         return compare_step(router, trial, runs.without_scope)
     calls_before, before = generation.calls_seen, generation.save_tallies()
@@ -82,7 +81,7 @@ def evaluate(router, runs: Runs, evaluation: Optional[EvaluationKey]):
         out = runs.with_scope()
     else:
         out, scope_ms = knowledge.step_clock("scope", runs.with_scope, evaluation.device)
-        offer_trial(generation, shape, epoch, scope_ms, before, trial)
+        offer_trial(generation, knowledge, shape, epoch, scope_ms, before, trial)
     note_step(generation, evaluation, generation.epoch(knowledge.version), before,
               generation.calls_seen - calls_before)
     return out
@@ -140,22 +139,25 @@ def note_step(generation: Generation, evaluation: Optional[EvaluationKey], epoch
         generation.aside = StepAside(evaluation, epoch, profile)
 
 
-def offer_trial(generation: Generation, shape: StepShape, epoch: Epoch, scope_ms: float,
+def offer_trial(generation: Generation, knowledge, shape: StepShape, epoch: Epoch, scope_ms: float,
                 before: dict[str, Tally], going_on: Optional[StepTrial]) -> None:
     """After an evaluation timed with the Scope: where it ran kernels, none failed and nothing was checked or
-    timed in it (it waited for none of that), its time is a sample of the trial (``going_on``, or a new
-    one), and the next one of its shape is timed without the Scope. Else the trial ends unjudged."""
+    timed in it, its time is a sample of the trial (``going_on``, or a new one), and the next one of its
+    shape is timed without the Scope. One that waited for a check or a timing is no sample (the trial goes
+    on); one that ran no kernel or where one failed ends the trial unjudged (not the routes it times)."""
     waited = generation.waited
     generation.waited = True  # the clock's synchronisation says nothing of the pace: not read
+    if waited:
+        return
     calls = generation.calls_since(before)
     ran_kernels = any(change.kernel for change in calls.values())
     faulted = any(sum(change.faults.values()) for change in calls.values())
-    if waited or not ran_kernels or faulted:
-        generation.trial = None
+    if not ran_kernels or faulted:
+        knowledge.end_step_trial(shape)
         return
     trial = going_on if going_on is not None else StepTrial(shape, epoch, calls)
     trial.scope_ms.append(scope_ms)
-    generation.trial = trial
+    knowledge.keep_step_trial(trial)
 
 
 def trial_verdict(trial: StepTrial) -> Optional[StepVerdict]:
@@ -181,7 +183,6 @@ def compare_step(router, trial: StepTrial, without_scope: Callable[[], Any]):
     generation.measuring_ms += comfy_ms
     verdict = trial_verdict(trial)
     if verdict is not None:
-        generation.trial = None
         knowledge.record_step_verdict(trial.shape, trial.epoch, verdict)
         log.log(logging.INFO if verdict.keep_scope else logging.WARNING, "Sage Attention Scope timed %s: %s.",
                 router.model_label, verdict.describe())

@@ -4,9 +4,9 @@ EasyCache keeps its holder in the model's options and resets it from its samplin
 thread writes it, so it needs no lock. At its end the ledger adds it to the run's record and the
 session's totals.
 
-Whatever a run remembers (the routes of its calls, the evaluation it steps aside from, the step trial
-under way, the step verdicts it reads) holds under one rule: it was made in the same ``Epoch``, the
-same knowledge and the same windows and pace."""
+Whatever a run remembers (the routes of its calls, the evaluation it steps aside from) and what it reads
+of the session's (the step trial under way, the step verdicts) holds under one rule: it was made in the
+same ``Epoch``, the same knowledge and the same windows and pace."""
 from __future__ import annotations
 
 import collections
@@ -102,7 +102,6 @@ class Generation:
         self.routes_epoch: Optional[Epoch] = None
         self.current = self.epoch_now(-1)  # the epoch under way: made anew where the run's part of it changes
         self.aside: Optional[StepAside] = None  # the evaluation the Scope may step aside from (step_trial.py)
-        self.trial: Optional[StepTrial] = None  # an evaluation timed with the Scope, to compare with one without
 
     def epoch(self, knowledge_version: int) -> Epoch:
         """The epoch under way, with the knowledge at ``knowledge_version`` (asked on every call: the run's

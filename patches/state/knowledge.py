@@ -28,6 +28,7 @@ class Knowledge:
         self.checks: dict[CheckKey, CheckResult] = {}
         self.decisions: dict[BucketKey, Decision] = {}
         self.step_verdicts: dict[tuple, timing.StepVerdict] = {}  # (StepShape, Epoch) -> verdict (step_trial.py)
+        self.step_trials: dict = {}  # StepShape -> its trial under way (generation.StepTrial), in the epoch it names
         self.retired: dict[str, str] = {}  # device -> why
         self.triton_streak: collections.Counter = collections.Counter()  # device -> Triton faults in a row
         self.version = 0  # writes that can change a decision, so far (read without the lock: one int)
@@ -126,9 +127,26 @@ class Knowledge:
         return self.step_verdicts.get((shape, epoch))
 
     def record_step_verdict(self, shape, epoch, verdict: timing.StepVerdict) -> None:
-        """Kept for the session. (No ``version`` move: the calls' decisions are the same.)"""
+        """Kept for the session; the trial that made it ends. (No ``version`` move: the calls' decisions are
+        the same.)"""
         with self.lock:
             self.step_verdicts[shape, epoch] = verdict
+            self.step_trials.pop(shape, None)
+
+    def step_trial(self, shape, epoch):
+        """The trial under way for evaluations of ``shape`` in ``epoch``, from this generation or one before
+        (a short generation leaves its samples to the next), or None."""
+        trial = self.step_trials.get(shape)
+        return trial if trial is not None and trial.epoch == epoch else None
+
+    def keep_step_trial(self, trial) -> None:
+        """``trial`` is the one under way for its shape (one of an earlier epoch is dropped)."""
+        with self.lock:
+            self.step_trials[trial.shape] = trial
+
+    def end_step_trial(self, shape) -> None:
+        with self.lock:
+            self.step_trials.pop(shape, None)
 
     # -- devices --------------------------------------------------------------------------------
 
