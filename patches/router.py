@@ -159,12 +159,15 @@ class Router:
         """The kernel on an eligible call, its first call of a kind checked; a fault runs ComfyUI's."""
         generation = self.generation
         tally = generation.tallies[call.device_name]
+        builds = candidate.bound.builds()
         try:
             result = self.kernel_output(call, candidate)
         except Exception as exc:  # noqa: BLE001 - a kernel failure must never lose a generation
             self.fault(exc, call, candidate)
             tally.declined[Reason.KERNEL_FAULT] += 1
             return self.through(func, args, kwargs)
+        if candidate.bound.builds() != builds:
+            generation.waited = True  # it built for a new shape in a decided bucket: no sample of the step's time
         self.count_arguments(tally, call)
         if self.needs_check(candidate):
             generation.waited = True  # the check reads both outputs

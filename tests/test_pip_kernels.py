@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from sage_attention_scope.nodes.status import payload, render
-from sage_attention_scope.patches import Fault, Reason, Session, Settings, apply_scope, backends, checks, timing
+from sage_attention_scope.patches import (Fault, Reason, Session, Settings, apply_scope, backends, checks, router_of,
+                                          timing)
 from sas_harness import doubles
 from sas_harness.models import tiny_flux
 from sas_harness.pip_doubles import Cudnn, DSLRuntimeError, FlashAttention4, cudnnGraphNotSupportedError
@@ -381,3 +382,24 @@ def test_a_librarys_version_is_found_under_its_import_name(tmp_path, monkeypatch
     assert backends.distribution_version("cudnn") == "1.32.0"
     assert backends.distribution_version("flash_attn.cute") == "4.0.0b40"
     assert backends.distribution_version("no_such_library") is None
+
+
+@pytest.mark.parametrize("kernel", ["fa4", "cudnn_fe_bf16"])
+def test_a_call_that_builds_for_a_new_shape_marks_its_step_as_one_that_waited(flash, cudnn, kernel):
+    """FlashAttention 4 compiles and cuDNN builds a graph at a shape's first call: in a bucket already decided
+    that is a plain kernel call, and the step it falls in waited for the build, so it is no sample of the
+    step trial (a trial's first pair far apart decides alone: a build inside it would send the Scope aside)."""
+    session = machine({"flash_attn.cute": flash.module(), "cudnn": cudnn.module()})
+    scoped = apply_scope(tiny_flux(), named(kernel, routing="always"), session)
+    router = router_of(scoped)
+
+    def waits():
+        seen = []
+        for tokens in (32, 32, 48, 48):  # the first call is checked (it waits); 48 tokens: a new shape
+            router.generation.waited = False
+            q, k, v = hnd(n=tokens, dtype=BF16)
+            attention(scoped, q, k, v, q.shape[1], skip_reshape=True)
+            seen.append(router.generation.waited)
+        return seen
+    assert in_scope(scoped, waits) == [True, False, True, False]
+    assert last_generation(session, "cpu")["kernel"] == 4

@@ -54,7 +54,8 @@ class Backend:
     version_function: Optional[str] = None  # a function of the module: () -> its version in words
     sparse: bool = False             # leaves out part of the attention: held to the sparse gate, not the check
     per_binding: Optional[Callable] = None  # (module, fn) -> what run gets as fn, made once per binding (a session's,
-    #                                          per device): where a kernel keeps what it builds per configuration
+    #                                          per device): where a kernel keeps what it builds per configuration,
+    #                                          counting its builds in ``builds`` (Bound.builds)
 
     def unusable_on(self, device: torch.device, capability: Optional[tuple[int, int]]) -> Optional[str]:
         """Why it cannot run on ``device``, a GPU of ``capability`` (None: no GPU), or None where it can."""
@@ -74,6 +75,11 @@ class Bound:
     version: str
 
     name = property(lambda self: self.backend.name)
+
+    def builds(self) -> int:
+        """How many configurations the binding has built (a compile, a cuDNN graph) so far: a call that moves
+        it on waited for one, and its step's time says nothing of the kernel's (0: it builds nothing)."""
+        return getattr(self.fn, "builds", 0)
 
     def __call__(self, call, settings) -> tuple[torch.Tensor, str]:
         layout = call.layout if call.layout in self.backend.layouts else "HND"

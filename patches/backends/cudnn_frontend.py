@@ -25,7 +25,9 @@ kernel) keeps the graphs it built, bounded, and a cuDNN handle per thread, as cu
 thread-safe. The session's knowledge holds its bindings, so the graphs live as long as the session and no
 module holds them (the Backend is the pack's, shared by every session). Building is paid by the first call
 of a configuration, which the router makes before any timing (the first-call check's call, or under
-measured routing each candidate's first run before the timed rounds); each build is logged with its time."""
+measured routing each candidate's first run before the timed rounds), or for a new shape in a bucket
+already decided, a plain kernel call, which the binding's count of builds (``builds``) shows the router;
+each build is logged with its time."""
 from __future__ import annotations
 
 import dataclasses
@@ -110,6 +112,7 @@ class SdpaGraphs:
     def __init__(self, cudnn):
         self.cudnn = cudnn
         self.graphs: dict[GraphKey, Built] = {}
+        self.builds = 0  # graphs built so far, evicted ones too (Bound.builds)
         self.building = threading.Lock()
         self.local = threading.local()  # .handles: device -> this thread's cuDNN handle there
 
@@ -133,6 +136,7 @@ class SdpaGraphs:
                 started = time.perf_counter()
                 built = self.build(key, self.handle(device), device)
                 self.graphs[key] = built
+                self.builds += 1
                 while len(self.graphs) > MAX_GRAPHS:
                     self.graphs.pop(next(iter(self.graphs)))
                 log.info("cuDNN frontend: built the %s graph for %s %s on %s in %.0f ms (once per configuration)",

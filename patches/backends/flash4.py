@@ -10,8 +10,10 @@ inputs run on sm100 only: not offered.
 
 The compile is paid by the first call of a configuration, which the router makes before any timing: the
 first-call check's call, or under measured routing each candidate's first run on the bucket's first call
-(``Router.choose`` runs every candidate once, then times them). Each binding notes the dtypes and head
-sizes it has run and logs the first call of each with its time, so the cost shows in the log."""
+(``Router.choose`` runs every candidate once, then times them). A new shape in a bucket already decided
+compiles on a plain kernel call: each binding notes the configurations it has run (dtype, head size, token
+counts), logs the first call of each with its time, and counts them (``builds``), so that the router marks
+that step as one that waited (no sample of the step trial)."""
 from __future__ import annotations
 
 import logging
@@ -28,10 +30,13 @@ HEAD_DIMS = frozenset(range(8, 129, 8)) | {256}
 
 
 class Configuration(NamedTuple):
-    """What a first call compiles for, as far as the adapter sees it (the shape's tile is the library's)."""
+    """What a first call may compile for, as far as the adapter sees it: the library picks its tile by the
+    shape too, and compiles again for a new one (a few ms to tens of ms, after seconds for the first)."""
     device: str
     dtype: torch.dtype
     head_dim: int
+    queries: int
+    keys: int
 
 
 class FirstCalls:
@@ -42,16 +47,20 @@ class FirstCalls:
         self.flash_attn_func = flash_attn_func
         self.seen: set[Configuration] = set()
 
+    @property
+    def builds(self) -> int:  # (Bound.builds)
+        return len(self.seen)
+
     def __call__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_scale) -> torch.Tensor:
-        configuration = Configuration(str(q.device), q.dtype, q.shape[-1])
+        configuration = Configuration(str(q.device), q.dtype, q.shape[-1], q.shape[-3], k.shape[-3])  # (B, N, H, D)
         if configuration in self.seen:
             return self.attention(q, k, v, softmax_scale)
         started = time.perf_counter()
         out = self.attention(q, k, v, softmax_scale)
         self.seen.add(configuration)
-        log.info("FlashAttention 4: the first call of %s d%d on %s took %.0f ms (it compiles its kernel there)",
-                 configuration.dtype, configuration.head_dim, configuration.device,
-                 (time.perf_counter() - started) * 1e3)
+        log.info("FlashAttention 4: the first call of %s d%d, %d x %d tokens, on %s took %.0f ms (it compiles "
+                 "its kernel there)", configuration.dtype, configuration.head_dim, configuration.queries,
+                 configuration.keys, configuration.device, (time.perf_counter() - started) * 1e3)
         return out
 
     def attention(self, q, k, v, softmax_scale) -> torch.Tensor:
