@@ -149,11 +149,11 @@ BUILD = "([how](docs/kernels.md#building-sageattention-2))"
 SPEED_ROWS = (
     ("RTX 30, RTX 40, RTX 50, A100", f"the pack, then SageAttention 2 built for your GPU {BUILD}", ()),
     ("H100, H200", f"the pack, then SageAttention 2 built for sm90 {BUILD}",
-     (("H100", "0.33", "SageAttention 2.2"), ("H100", "0.3.75", "SageAttention 2.2"),
-      ("H200", "0.3.75", "SageAttention 2.2"))),
+     (("H100", "0.33", "SageAttention 2.2 with FA4 and cuDNN frontend"), ("H100", "0.33", "SageAttention 2.2"),
+      ("H100", "0.3.75", "SageAttention 2.2"), ("H200", "0.3.75", "SageAttention 2.2"))),
     ("a GPU without SageAttention 2", "the pack alone (`requirements.txt`)",
-     (("H100", "0.33", "what pip installs"), ("H100", "0.3.75", "comfy-kitchen alone"),
-      ("H200", "0.3.75", "SageAttention 1.0.6"))),
+     (("H100", "0.33", "FA4 and cuDNN frontend from pip"), ("H100", "0.33", "what pip installs"),
+      ("H100", "0.3.75", "comfy-kitchen alone"), ("H200", "0.3.75", "SageAttention 1.0.6"))),
 )
 SPEED_HEADER = ("your GPU", "install", "measured on")
 
