@@ -375,6 +375,9 @@ def test_a_librarys_version_is_found_under_its_import_name(tmp_path, monkeypatch
         info.mkdir()
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n")
         (info / "RECORD").write_text("".join(f"{file},,\n" for file in files))
+        for file in files:  # the modules themselves, as an install leaves them
+            (tmp_path / file).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / file).touch()
     install("nvidia-cudnn-frontend", "1.32.0", ["cudnn/__init__.py", "cudnn/graph.py"])
     install("flash-attn", "2.8.3", ["flash_attn/__init__.py", "flash_attn/flash_attn_interface.py"])
     install("flash-attn-4", "4.0.0b40", ["flash_attn/cute/__init__.py", "flash_attn/cute/interface.py"])

@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import importlib
 import importlib.metadata
+import importlib.util
 import inspect
 import pkgutil
 import re
@@ -139,10 +140,16 @@ def register(*found: Backend) -> None:
 
 
 def distribution_version(module: str) -> Optional[str]:
-    """The version of the distribution that installs ``module``, an import name: ``cudnn`` is
-    nvidia-cudnn-frontend's, ``flash_attn.cute`` flash-attn-4's (where flash-attn's flash_attn is there too,
-    the one whose files hold the submodule); None where no distribution says it installs it."""
+    """The version of the distribution that installs ``module``, an import name: ``comfy_kitchen`` is
+    comfy-kitchen's (names normalised), ``cudnn`` nvidia-cudnn-frontend's, ``flash_attn.cute`` flash-attn-4's
+    (where flash-attn's flash_attn is there too, the one whose files hold the submodule); None where no
+    distribution says it installs it. Status asks on every render: only a module installed under another
+    name reads every distribution's list of files (a tenth of a second in a full environment)."""
+    with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+        return importlib.metadata.version(module)
     top = module.partition(".")[0]
+    if importlib.util.find_spec(top) is None:
+        return None
     owners = list(dict.fromkeys(importlib.metadata.packages_distributions().get(top, [])))
     inside = module.replace(".", "/")
     for owner in owners:
@@ -151,8 +158,6 @@ def distribution_version(module: str) -> Optional[str]:
             files = [str(file) for file in found.files or ()]
             if len(owners) == 1 or any(f.startswith(inside + "/") or f == inside + ".py" for f in files):
                 return found.version
-    with contextlib.suppress(importlib.metadata.PackageNotFoundError):  # names normalised: comfy-kitchen
-        return importlib.metadata.version(module)
     return None
 
 
