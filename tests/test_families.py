@@ -19,6 +19,7 @@ from sas_harness.families import (CASES, FLUX_TOKENS, QWEN_TOKENS, SAGE, model_o
 from sas_harness.models import TINY_FLUX, TINY_FLUX2, TINY_QWEN_IMAGE, TINY_SD15, TINY_SDXL, TINY_Z_IMAGE, build, \
     flux_conditioning, sample, text_conditioning
 from sas_harness.run import last_generation
+from sas_harness import z_image_control
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.family)
 def test_family_is_recognised_from_comfyuis_classes(session, case):
@@ -228,33 +229,9 @@ def test_qwen_image_controlnet_in_the_sampling_loop_runs_in_the_scope(session):
 
 
 def test_z_image_control_blocks_never_reach_the_scope(session):
-    controlnet = pytest.importorskip("comfy.ldm.lumina.controlnet",
-                                     reason="this ComfyUI has no Z-Image Control (comfy/ldm/lumina/controlnet.py)")
-    import comfy.ops
     case = next(c for c in CASES if c.family == "Z-Image")
-    torch.manual_seed(3)
-    control = controlnet.ZImage_Control(
-        dim=TINY_Z_IMAGE["dim"], n_heads=TINY_Z_IMAGE["n_heads"], n_kv_heads=TINY_Z_IMAGE["n_kv_heads"],
-        multiple_of=TINY_Z_IMAGE["multiple_of"], ffn_dim_multiplier=TINY_Z_IMAGE["ffn_dim_multiplier"],
-        qk_norm=True, n_control_layers=1, operations=comfy.ops.disable_weight_init)
-    with torch.no_grad():
-        for p in control.parameters():
-            p.normal_(0, 0.02)
-
-    def control_patch(args):
-        """What ComfyUI's ZImageFunControlnet patch does after each main layer, minus the VAE
-        that encodes its hint: run a control block (with no transformer_options) and add it."""
-        hint, _ = control.forward_control_block(0, args["img_input"], args["img_input"], None, args["pe"], args["vec"])
-        return {"img": args["img"] + 0.1 * hint}
-
-    model = _model(case)
-    without_control = _sample(model, case)
-    model.set_model_double_block_patch(control_patch)
-    plain = _sample(model, case)
-    assert not torch.allclose(plain, without_control)  # the control blocks ran
-    with registered(session, make_kernel("double", RecordingKernel())):
-        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=case.min_seq_len), session)
-        routed = _sample(scoped, case)
+    plain, routed = z_image_control.with_and_without_scope(session, _model(case), TINY_Z_IMAGE,
+                                                           lambda model: _sample(model, case), case.min_seq_len)
     # The control blocks' attention (one call per main layer) is on SDPA and was never offered.
     assert _table(last_generation(session)) == case.per_step
     torch.testing.assert_close(routed, plain, rtol=1e-3, atol=1e-3)

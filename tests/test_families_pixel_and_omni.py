@@ -26,6 +26,7 @@ from sas_harness.cases_pixel_and_omni import (ANIMA_IMAGE, ANIMA_TEXT_KEYS, BOOG
                                               pid_conditioning)
 from sas_harness.models import TINY_Z_IMAGE, build, text_conditioning
 from sas_harness.run import last_generation
+from sas_harness import z_image_control
 
 CASE = {c.family: c for c in CASES}
 TOLERANCE = dict(rtol=1e-3, atol=1e-3)
@@ -258,33 +259,9 @@ def test_boogu_cannot_take_a_text_mask_that_masks_with_or_without_the_node(sessi
 
 def test_z_image_pixel_space_control_blocks_never_reach_the_scope(session):
     needs_class("ZImagePixelSpace")
-    controlnet = pytest.importorskip("comfy.ldm.lumina.controlnet")
-    import comfy.ops
     case = CASE["Z-Image pixel space"]
-    torch.manual_seed(3)
-    config = TINY_Z_IMAGE_PIXEL
-    control = controlnet.ZImage_Control(
-        dim=config["dim"], n_heads=config["n_heads"], n_kv_heads=config["n_kv_heads"],
-        multiple_of=config["multiple_of"], ffn_dim_multiplier=config["ffn_dim_multiplier"], qk_norm=True,
-        n_control_layers=1, operations=comfy.ops.disable_weight_init)
-    with torch.no_grad():
-        for p in control.parameters():
-            p.normal_(0, 0.02)
-
-    def control_patch(args):
-        """What a Z-Image Control patch does after each main layer, minus the encoding of its hint: run a control
-        block (with no transformer_options) and add it."""
-        hint, _ = control.forward_control_block(0, args["img_input"], args["img_input"], None, args["pe"], args["vec"])
-        return {"img": args["img"] + 0.1 * hint}
-
-    model = model_of(case)
-    without_control = sample_case(model, case)
-    model.set_model_double_block_patch(control_patch)
-    plain = sample_case(model, case)
-    assert not torch.allclose(plain, without_control)  # the control blocks ran
-    with registered(session, make_kernel("double", RecordingKernel())):
-        scoped, _ = scope_for_family(model, Settings(kernel="double", min_seq_len=1), session)
-        routed = sample_case(scoped, case)
+    plain, routed = z_image_control.with_and_without_scope(session, model_of(case), TINY_Z_IMAGE_PIXEL,
+                                                           lambda model: sample_case(model, case), 1)
     # at a threshold of 1 every offered call counts: the control blocks' (one a main layer) are not among them
     calls = TINY_Z_IMAGE_PIXEL["n_layers"] + 2 * TINY_Z_IMAGE_PIXEL["n_refiner_layers"]
     assert routing_table(last_generation(session)) == {SAGE: calls}
