@@ -51,7 +51,7 @@ def installed_libraries(state: Session) -> dict[str, Any]:
     libraries = {"torch": torch.__version__}
     for backend in backends.REGISTRY.values():
         if not backend.module.startswith(backends.__name__):
-            libraries[backend.module] = state.knowledge.finder.versions(backend.module)
+            libraries[backend.module] = state.knowledge.library_version(backend.module)
     return libraries
 
 

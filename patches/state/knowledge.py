@@ -25,6 +25,7 @@ class Knowledge:
         self.clock, self.finder, self.store = clock, finder, store
         self.step_clock = timing.StepClock() if step_clock is None else step_clock
         self.resolutions: dict[tuple[str, str], backends.Resolution] = {}
+        self.library_versions: dict[str, Optional[str]] = {}  # module -> its distribution's version (None: none)
         self.checks: dict[CheckKey, CheckResult] = {}
         self.decisions: dict[BucketKey, Decision] = {}
         self.step_verdicts: dict[tuple, timing.StepVerdict] = {}  # (StepShape, Epoch) -> verdict (step_trial.py)
@@ -52,6 +53,13 @@ class Knowledge:
     def usable(self, devices: list[torch.device]) -> list[str]:
         """``auto``, ``exact`` where an exact kernel binds, and every kernel bound on one of ``devices``."""
         return [backends.AUTO_CHOICE] + [n for n in self.names()[1:] if any(self.kernel(n, d).bound for d in devices)]
+
+    def library_version(self, module: str) -> Optional[str]:
+        """The installed version of the library ``module`` is of, found once (Status asks on every render)."""
+        if module not in self.library_versions:
+            with self.lock:
+                self.library_versions[module] = self.finder.versions(module)
+        return self.library_versions[module]
 
     def kernel(self, choice: str, device: torch.device | str) -> backends.Resolution:
         """The candidates ``choice`` binds on ``device`` (found once, then remembered), or why none does."""
