@@ -143,8 +143,8 @@ def distribution_version(module: str) -> Optional[str]:
     """The version of the distribution that installs ``module``, an import name: ``comfy_kitchen`` is
     comfy-kitchen's (names normalised), ``cudnn`` nvidia-cudnn-frontend's, ``flash_attn.cute`` flash-attn-4's
     (where flash-attn's flash_attn is there too, the one whose files hold the submodule); None where no
-    distribution says it installs it. Status asks on every render: only a module installed under another
-    name reads every distribution's list of files (a tenth of a second in a full environment)."""
+    distribution says it installs it. Only a module installed under another name reads every distribution's
+    list of files (a tenth of a second in a full environment); the knowledge asks once a module a session."""
     with contextlib.suppress(importlib.metadata.PackageNotFoundError):
         return importlib.metadata.version(module)
     top = module.partition(".")[0]

@@ -21,6 +21,7 @@ from typing import Any, Callable, NamedTuple, Optional
 import torch
 
 from ..state.generation import CondPart, Epoch, EvaluationKey, Generation, StepAside, StepShape, StepTrial
+from ..state.knowledge import Knowledge
 from ..state.ledger import Tally
 from ..reasons import Reason
 from ..settings import ROUTING_MEASURED
@@ -139,7 +140,7 @@ def note_step(generation: Generation, evaluation: Optional[EvaluationKey], epoch
         generation.aside = StepAside(evaluation, epoch, profile)
 
 
-def offer_trial(generation: Generation, knowledge, shape: StepShape, epoch: Epoch, scope_ms: float,
+def offer_trial(generation: Generation, knowledge: Knowledge, shape: StepShape, epoch: Epoch, scope_ms: float,
                 before: dict[str, Tally], going_on: Optional[StepTrial]) -> None:
     """After an evaluation timed with the Scope: where it ran kernels, none failed and nothing was checked or
     timed in it, its time is a sample of the trial (``going_on``, or a new one), and the next one of its
