@@ -33,9 +33,13 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright (pip in
 
 
 def open_ui(page, url: str) -> None:
+    """Opens the page and waits for the front end's start-up to end: ``window.app`` is set before the
+    start-up loads its first workflow (the one saved, else the default), and a workflow a test loads
+    before then is replaced by it (front end 1.49.6 loads its default graph late)."""
     page.goto(url)
     page.wait_for_function("() => window.app?.graph && window.LiteGraph?.registered_node_types"
-                           "?.['SageAttentionStatus']", timeout=READY_MS)
+                           "?.['SageAttentionStatus'] && window.app.extensionManager?.workflow?.activeWorkflow"
+                           " && !window.app.extensionManager.spinner", timeout=READY_MS)
 
 
 def _workflow(path: Path) -> dict:

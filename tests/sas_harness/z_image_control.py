@@ -16,7 +16,9 @@ from .doubles import RecordingKernel, make_kernel, registered
 def control_patch(config: dict) -> Callable[[dict], dict]:
     """A double-block patch running one random-weight control block of a Z-Image of ``config``'s widths."""
     controlnet = pytest.importorskip("comfy.ldm.lumina.controlnet",
-                                     reason="this ComfyUI has no Z-Image Control (comfy/ldm/lumina/controlnet.py)")
+                                     reason="needs a ComfyUI newer than 0.3.75: Z-Image Control "
+                                            "(comfy/ldm/lumina/controlnet.py) came with Comfy-Org/ComfyUI#11062, "
+                                            "merged 2025-12-03, after the 0.3.75 release")
     import comfy.ops
     torch.manual_seed(3)
     control = controlnet.ZImage_Control(
