@@ -271,12 +271,12 @@ def test_status_names_each_buckets_winner_and_its_margin():
     assert "sdpa_cudnn 2.00× ComfyUI's" in render(payload(session))
 
 
-# -- the non-finite guard holds for every candidate --------------------------------------------
+# -- the non-finite guard under auto (each kernel alone: test_every_candidate.py) ---------------
 
 @pytest.mark.parametrize("kernel", ["sdpa_cudnn", "sdpa_efficient", "kitchen_int8", "sage2_fp8_sm90"])
 def test_a_candidate_that_turns_non_finite_after_its_check_reruns_the_step(kernel):
-    """Each candidate right on its checked first call, NaN after: the step runs again without it, and the
-    latent is ComfyUI's own."""
+    """The candidate measured routing chose among several, right on its checked first call, NaN after: the
+    step runs again without it, and the latent is ComfyUI's own."""
     nan_later = doubles.nan_after_first_call()
     behave = {"sdpa_cudnn": "cudnn_attention", "sdpa_efficient": "efficient_attention"}
     sdpa = doubles.torch_sdpa_module(behave={behave[kernel]: lambda q, k, v, **kw: nan_later(q, k, v)}

@@ -238,16 +238,17 @@ def smoothing_in_place(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=N
 
 # -- stand-ins for the libraries themselves, with their real signatures -----------------------
 
-def sageattention2_module(calls: list | None = None):
+def sageattention2_module(calls: list | None = None, spoil: Callable = lambda out: out):
     """A ``sageattention`` module as SageAttention 2.2 exports it: one function per kernel family
-    with 2.2's signatures, each computing real attention and noting its own name in ``calls``."""
+    with 2.2's signatures, each computing real attention and noting its own name in ``calls``;
+    ``spoil`` is applied to every output (a library that misbehaves: library_doubles.py)."""
     calls = [] if calls is None else calls
 
     def kernel(name):
         def fn(q, k, v, tensor_layout="HND", is_causal=False, qk_quant_gran="per_thread", sm_scale=None,
                pv_accum_dtype="fp32+fp32", smooth_k=True, smooth_v=False, return_lse=False, **kwargs):
             calls.append(name)
-            return reference_attention(q, k, v, tensor_layout=tensor_layout, sm_scale=sm_scale)
+            return spoil(reference_attention(q, k, v, tensor_layout=tensor_layout, sm_scale=sm_scale))
         fn.__name__ = name
         return fn
 
@@ -359,11 +360,11 @@ class FakeStepClock:
         return run(), ms.pop(0) if isinstance(ms, list) else ms
 
 
-def torch_sdpa_module(calls: list | None = None, behave=None):
+def torch_sdpa_module(calls: list | None = None, behave=None, spoil: Callable = lambda out: out):
     """The pack's torch_sdpa module as the Finder imports it: cuDNN, flash and memory-efficient attention,
     each with its real signature ``(q, k, v, attn_mask=None, scale=None)``, computing real attention (fp32
     SDPA) and noting its name in ``calls``; ``behave`` (name -> a function of that signature) replaces
-    one. Each runs anywhere, as the CPU tests need."""
+    one; ``spoil`` is applied to every output. Each runs anywhere, as the CPU tests need."""
     calls = [] if calls is None else calls
     behave = dict(behave or {})
 
@@ -376,7 +377,7 @@ def torch_sdpa_module(calls: list | None = None, behave=None):
     def kernel(name):
         def fn(q, k, v, attn_mask=None, scale=None):
             calls.append(name)
-            return behave.get(name, exact)(q, k, v, attn_mask=attn_mask, scale=scale)
+            return spoil(behave.get(name, exact)(q, k, v, attn_mask=attn_mask, scale=scale))
         fn.__name__ = name
         return fn
 

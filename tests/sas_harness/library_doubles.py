@@ -1,0 +1,107 @@
+"""Every kernel library the pack declares a kernel of, as a named double with the library's real signatures,
+whose kernels all answer through one output transform, ``spoil``: right (the default), black, NaN, or NaN from
+its second call on. For what must hold for every candidate (the first-call check, the non-finite guard):
+``machine_for(kernel, spoil)`` is a session on a GPU the kernel runs on, whose one library is the kernel's.
+
+A library the pack adds without a double here has no entry in ``LIBRARIES``: the tests built on this module
+fail for its kernels until it has one."""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from sage_attention_scope.patches import Session, backends
+
+from . import doubles, pip_doubles
+
+Spoil = Callable[[torch.Tensor], torch.Tensor]
+
+
+def right(out: torch.Tensor) -> torch.Tensor:
+    return out
+
+
+def black(out: torch.Tensor) -> torch.Tensor:
+    """Zeros: the black image users report."""
+    return torch.zeros_like(out)
+
+
+def nan(out: torch.Tensor) -> torch.Tensor:
+    out = out.clone()
+    out[(0,) * out.ndim] = float("nan")
+    return out
+
+
+def nan_after_the_check() -> Spoil:
+    """Right on the first call (the one the check compares with ComfyUI's), NaN on every later one."""
+    calls = []
+
+    def spoil(out):
+        calls.append(1)
+        return out if len(calls) == 1 else nan(out)
+    return spoil
+
+
+def _sageattention1(spoil: Spoil):
+    def sageattn(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, smooth_k=True):  # 1.0.6's
+        return spoil(doubles.reference_attention(q, k, v, tensor_layout=tensor_layout, sm_scale=sm_scale))
+    return {"sageattention": doubles.library(sageattn=sageattn)}
+
+
+def _sageattention2(spoil: Spoil):
+    return {"sageattention": doubles.sageattention2_module(spoil=spoil)}
+
+
+def _sageattention3(spoil: Spoil):
+    def sageattn3_blackwell(q, k, v, attn_mask=None, is_causal=False, per_block_mean=True, **kwargs):
+        return spoil(doubles.sageattn3_blackwell(q, k, v, attn_mask, is_causal, per_block_mean, **kwargs))
+    return {"sageattn3": doubles.library(sageattn3_blackwell=sageattn3_blackwell)}
+
+
+def _comfy_kitchen(spoil: Spoil):
+    def int8_attention(q, k, v, *, scale=None, attn_mask=None):
+        return spoil(doubles.int8_attention(q, k, v, scale=scale, attn_mask=attn_mask))
+    return {"comfy_kitchen": doubles.library(int8_attention=int8_attention,
+                                             int8_attention_is_available=doubles.int8_attention_is_available)}
+
+
+def _pytorch(spoil: Spoil):
+    from sage_attention_scope.patches.backends import torch_sdpa
+    return {torch_sdpa.__name__: doubles.torch_sdpa_module(spoil=spoil)}
+
+
+def _flash_attention4(spoil: Spoil, capability: tuple[int, int]):
+    flash = pip_doubles.FlashAttention4(arch=capability[0] * 10 + capability[1], behave=spoil)
+    return {"flash_attn.cute": flash.module()}
+
+
+def _cudnn_frontend(spoil: Spoil):
+    return {"cudnn": pip_doubles.Cudnn(behave=spoil).module()}
+
+
+# Backend.library -> its double: (spoil, the GPU's capability) -> {module name: module double}
+LIBRARIES: dict[str, Callable[[Spoil, tuple[int, int]], dict]] = {
+    "SageAttention 1": lambda spoil, capability: _sageattention1(spoil),
+    "SageAttention 2": lambda spoil, capability: _sageattention2(spoil),
+    "SageAttention 3": lambda spoil, capability: _sageattention3(spoil),
+    "comfy-kitchen": lambda spoil, capability: _comfy_kitchen(spoil),
+    "PyTorch": lambda spoil, capability: _pytorch(spoil),
+    "FlashAttention 4": _flash_attention4,
+    "cuDNN frontend": lambda spoil, capability: _cudnn_frontend(spoil),
+}
+
+
+def runs_on(backend: backends.Backend) -> tuple[int, int]:
+    """A GPU capability ``backend`` runs on: the oldest it declares."""
+    return min(backend.capabilities) if backend.capabilities else backend.min_capability
+
+
+def machine_for(kernel: str, spoil: Spoil = right, clock=None) -> Session:
+    """A session on a GPU that ``kernel`` runs on (every device is one, the CPU too), whose one library is the
+    kernel's, spoiled by ``spoil``."""
+    backend = backends.REGISTRY[kernel]
+    capability = runs_on(backend)
+    modules = LIBRARIES[backend.library](spoil, capability)
+    finder = doubles.machine_finder(modules, capability, versions=lambda module: "test double")
+    return Session(store=None, clock=clock or doubles.FakeClock(), finder=finder)
