@@ -340,6 +340,14 @@ LIBRARIES = {
     "SageAttention 3": ("build it from SageAttention's `sageattention3_blackwell` source",
                         "RTX 50 / Blackwell (sm120/121) only; FP4 changes images more, so it runs only when picked "
                         "by name"),
+    "cuDNN frontend": ("`pip install nvidia-cudnn-frontend`",
+                       "exact (bf16): on an H100 per call as fast as torch's own cuDNN backend; its FP8 SDPA is "
+                       "offered on datacenter Blackwell only (not measured there)"),
+    "FlashAttention 4": ("`pip install --pre flash-attn-4` (published as pre-releases; its first call compiles, for "
+                         "seconds)",
+                         "exact: on an H100 per call the fastest exact kernel at long sequences, a few percent "
+                         "ahead of torch's cuDNN backend, which measured routing still kept per step at FLUX.1 "
+                         "2048²"),
 }
 
 
