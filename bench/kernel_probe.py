@@ -16,6 +16,8 @@ Arms, each in its library's own layout, the inputs made contiguous in it before 
 - ``sdpa cuDNN``, ``sdpa flash``: torch SDPA pinned to that backend alone;
 - ``SageAttention 2``: ``sageattention.sageattn`` (its own dispatch: INT8 Q·K, FP8 P·V on Hopper);
 - ``FA4``: ``flash_attn.cute.flash_attn_func`` (FlashAttention 4, CuTe DSL), bf16, (B, N, H, D);
+- ``FA4 on HND views``: the same on (B, H, N, D) tensors as the pack hands a (B, H, N, D) call to it: their
+  (B, N, H, D) views, no copy (strided; whether that costs FA4 its lead over cuDNN is what this arm shows);
 - ``cuDNN FE bf16`` and ``cuDNN FE FP8``: the cuDNN frontend's SDPA graph, built at the arm's first call
   for the shape and reused; FP8 quantises q, k and v per tensor to E4M3 inside every call (amax on the GPU),
   P with a fixed scale of 448 (it lies in [0, 1]), and gives bf16 out where cuDNN builds that, else E4M3 out
@@ -165,6 +167,13 @@ def flash4(shape: Shape):
     return call
 
 
+def flash4_on_hnd_views(shape: Shape):
+    """FA4 as the pack calls it on a (B, H, N, D) call, FLUX's and Wan's: the (B, N, H, D) views of those
+    tensors handed over without a copy, the output back as a (B, H, N, D) view (patches/backends/flash4.py)."""
+    call = flash4(shape)
+    return lambda q, k, v: call(*(t.transpose(1, 2) for t in (q, k, v))).transpose(1, 2)
+
+
 class CudnnSdpa:
     """The cuDNN frontend's SDPA graph for one shape, built at the first call and reused: bf16, or FP8 with
     per-tensor scales computed in each call."""
@@ -280,6 +289,7 @@ ARMS = [
     Arm("sdpa flash", "HND", pinned_sdpa("FLASH_ATTENTION")),
     Arm("SageAttention 2", "HND", sage2),
     Arm("FA4", "NHD", flash4),
+    Arm("FA4 on HND views", "HND", flash4_on_hnd_views),
     Arm("cuDNN FE bf16", "HND", cudnn_frontend(fp8=False)),
     Arm("cuDNN FE FP8", "HND", cudnn_frontend(fp8=True)),
     Arm("sol_attn tau 1.0", "NHD", sol_attn(tau=1.0), sparse=True),
