@@ -168,8 +168,9 @@ def flash4(shape: Shape):
 
 
 def flash4_on_hnd_views(shape: Shape):
-    """FA4 as the pack calls it on a (B, H, N, D) call, FLUX's and Wan's: the (B, N, H, D) views of those
-    tensors handed over without a copy, the output back as a (B, H, N, D) view (patches/backends/flash4.py)."""
+    """FA4 as the pack calls it on a (B, H, N, D) call (FLUX's; Wan's come as (B, N, H·D), FA4's own layout):
+    the (B, N, H, D) views of those tensors handed over without a copy, the output back as a (B, H, N, D) view
+    (patches/backends/flash4.py)."""
     call = flash4(shape)
     return lambda q, k, v: call(*(t.transpose(1, 2) for t in (q, k, v))).transpose(1, 2)
 
