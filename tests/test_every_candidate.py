@@ -22,18 +22,18 @@ KERNELS = sorted(name for name, backend in backends.REGISTRY.items() if not back
 HEAD_64 = dict(hidden_size=128, num_heads=2, axes_dim=[16, 24, 24])
 
 
-def model():
+def tiny_flux_head_64():
     return build(comfy.supported_models.Flux, {**TINY_FLUX, **HEAD_64}, dtype=torch.bfloat16)
 
 
 def scoped_and_plain(kernel: str, spoil) -> tuple[torch.Tensor, torch.Tensor, dict]:
     """Two steps of the tiny FLUX without the Scope and with ``kernel`` alone under it, and that generation's
     counters."""
-    session = library_doubles.machine_for(kernel, spoil)
-    plain = sample(model(), flux_conditioning(), steps=2)
+    session, model = library_doubles.machine_for(kernel, spoil), tiny_flux_head_64()
+    plain = sample(model, flux_conditioning(), steps=2)
     # every block (SageAttention 3 leaves its first and last to ComfyUI unless told; the tiny model has one a type)
     settings = Settings(kernel=kernel, min_seq_len=1, first_blocks=0, last_blocks=0)
-    out = sample(apply_scope(model(), settings, session), flux_conditioning(), steps=2)
+    out = sample(apply_scope(model, settings, session), flux_conditioning(), steps=2)
     return out, plain, last_generation(session, "cpu")
 
 

@@ -209,10 +209,15 @@ def noisy(q, k, v, **kwargs):
     return out + torch.randn_like(out) * out.std() * 0.5
 
 
-def non_finite(q, k, v, **kwargs):
-    out = reference_attention(q, k, v, **kwargs).clone()
+def with_nan(out: torch.Tensor) -> torch.Tensor:
+    """``out`` with one NaN in it."""
+    out = out.clone()
     out[(0,) * out.ndim] = float("nan")
     return out
+
+
+def non_finite(q, k, v, **kwargs):
+    return with_nan(reference_attention(q, k, v, **kwargs))
 
 
 def nan_after_first_call():

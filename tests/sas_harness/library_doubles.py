@@ -27,10 +27,7 @@ def black(out: torch.Tensor) -> torch.Tensor:
     return torch.zeros_like(out)
 
 
-def nan(out: torch.Tensor) -> torch.Tensor:
-    out = out.clone()
-    out[(0,) * out.ndim] = float("nan")
-    return out
+nan = doubles.with_nan
 
 
 def nan_after_the_check() -> Spoil:
@@ -43,30 +40,30 @@ def nan_after_the_check() -> Spoil:
     return spoil
 
 
-def _sageattention1(spoil: Spoil):
+def _sageattention1(spoil: Spoil, capability: tuple[int, int]):
     def sageattn(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, smooth_k=True):  # 1.0.6's
         return spoil(doubles.reference_attention(q, k, v, tensor_layout=tensor_layout, sm_scale=sm_scale))
     return {"sageattention": doubles.library(sageattn=sageattn)}
 
 
-def _sageattention2(spoil: Spoil):
+def _sageattention2(spoil: Spoil, capability: tuple[int, int]):
     return {"sageattention": doubles.sageattention2_module(spoil=spoil)}
 
 
-def _sageattention3(spoil: Spoil):
+def _sageattention3(spoil: Spoil, capability: tuple[int, int]):
     def sageattn3_blackwell(q, k, v, attn_mask=None, is_causal=False, per_block_mean=True, **kwargs):
         return spoil(doubles.sageattn3_blackwell(q, k, v, attn_mask, is_causal, per_block_mean, **kwargs))
     return {"sageattn3": doubles.library(sageattn3_blackwell=sageattn3_blackwell)}
 
 
-def _comfy_kitchen(spoil: Spoil):
+def _comfy_kitchen(spoil: Spoil, capability: tuple[int, int]):
     def int8_attention(q, k, v, *, scale=None, attn_mask=None):
         return spoil(doubles.int8_attention(q, k, v, scale=scale, attn_mask=attn_mask))
     return {"comfy_kitchen": doubles.library(int8_attention=int8_attention,
                                              int8_attention_is_available=doubles.int8_attention_is_available)}
 
 
-def _pytorch(spoil: Spoil):
+def _pytorch(spoil: Spoil, capability: tuple[int, int]):
     from sage_attention_scope.patches.backends import torch_sdpa
     return {torch_sdpa.__name__: doubles.torch_sdpa_module(spoil=spoil)}
 
@@ -76,19 +73,19 @@ def _flash_attention4(spoil: Spoil, capability: tuple[int, int]):
     return {"flash_attn.cute": flash.module()}
 
 
-def _cudnn_frontend(spoil: Spoil):
+def _cudnn_frontend(spoil: Spoil, capability: tuple[int, int]):
     return {"cudnn": pip_doubles.Cudnn(behave=spoil).module()}
 
 
 # Backend.library -> its double: (spoil, the GPU's capability) -> {module name: module double}
 LIBRARIES: dict[str, Callable[[Spoil, tuple[int, int]], dict]] = {
-    "SageAttention 1": lambda spoil, capability: _sageattention1(spoil),
-    "SageAttention 2": lambda spoil, capability: _sageattention2(spoil),
-    "SageAttention 3": lambda spoil, capability: _sageattention3(spoil),
-    "comfy-kitchen": lambda spoil, capability: _comfy_kitchen(spoil),
-    "PyTorch": lambda spoil, capability: _pytorch(spoil),
+    "SageAttention 1": _sageattention1,
+    "SageAttention 2": _sageattention2,
+    "SageAttention 3": _sageattention3,
+    "comfy-kitchen": _comfy_kitchen,
+    "PyTorch": _pytorch,
     "FlashAttention 4": _flash_attention4,
-    "cuDNN frontend": lambda spoil, capability: _cudnn_frontend(spoil),
+    "cuDNN frontend": _cudnn_frontend,
 }
 
 
