@@ -12,6 +12,7 @@ from typing import Callable
 import torch
 
 from sage_attention_scope.patches import Session, backends
+from sage_attention_scope.patches.backends import torch_sdpa
 
 from . import doubles, pip_doubles
 
@@ -28,16 +29,7 @@ def black(out: torch.Tensor) -> torch.Tensor:
 
 
 nan = doubles.with_nan
-
-
-def nan_after_the_check() -> Spoil:
-    """Right on the first call (the one the check compares with ComfyUI's), NaN on every later one."""
-    calls = []
-
-    def spoil(out):
-        calls.append(1)
-        return out if len(calls) == 1 else nan(out)
-    return spoil
+nan_after_the_check = doubles.nan_from_the_second_output  # right on the checked first call, NaN after it
 
 
 def _sageattention1(spoil: Spoil, capability: tuple[int, int]):
@@ -64,7 +56,6 @@ def _comfy_kitchen(spoil: Spoil, capability: tuple[int, int]):
 
 
 def _pytorch(spoil: Spoil, capability: tuple[int, int]):
-    from sage_attention_scope.patches.backends import torch_sdpa
     return {torch_sdpa.__name__: doubles.torch_sdpa_module(spoil=spoil)}
 
 
